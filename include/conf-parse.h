@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "macro.h"
+
+/* Table-driven parsing of INI files (daemon config and policies) on top of
+ * inih. Every problem becomes a diagnostic "file:line: key: reason"; an
+ * unknown key or bad value is skipped, a syntax error rejects the file. */
+
+typedef struct ConfDiag {
+        char **lines;           /* "file:line: key: reason" */
+        size_t n;
+} ConfDiag;
+
+void conf_diag_free(ConfDiag *d);
+void conf_diag_add(ConfDiag *d, const char *file, unsigned line, const char *key, const char *fmt, ...)
+        _printf_(5, 6);
+void conf_diag_print(const ConfDiag *d, FILE *f);
+/* Logs every diagnostic at warning level. */
+void conf_diag_log(const ConfDiag *d);
+
+typedef struct ConfContext {
+        const char *file;
+        unsigned line;
+        const char *section;
+        const char *key;
+        ConfDiag *diag;
+} ConfContext;
+
+/* A parser stores into (char *)base + offset; returns 0, or -errno after
+ * having added a diagnostic through conf_bad_value(). */
+typedef int (*ConfParser)(const ConfContext *c, const char *value, void *dst, const void *data);
+
+typedef struct ConfItem {
+        const char *section;
+        const char *key;
+        ConfParser parse;
+        size_t offset;
+        const void *data;       /* parser-specific: bounds, enum names */
+} ConfItem;
+
+typedef struct ConfRange {
+        uint64_t min, max;
+} ConfRange;
+
+int conf_bad_value(const ConfContext *c, const char *value, const char *reason);
+
+/* Built-in parsers. */
+int conf_parse_bool(const ConfContext *c, const char *value, void *dst, const void *data);      /* bool */
+int conf_parse_tristate(const ConfContext *c, const char *value, void *dst, const void *data);  /* int: -1 unset */
+int conf_parse_u64(const ConfContext *c, const char *value, void *dst, const void *data);       /* uint64_t, data: ConfRange* */
+int conf_parse_i64_opt(const ConfContext *c, const char *value, void *dst, const void *data);   /* int64_t, -1 = unset; data: ConfRange* */
+int conf_parse_bool_opt(const ConfContext *c, const char *value, void *dst, const void *data);   /* int64_t: -1 unset, 0, 1 */
+int conf_parse_double(const ConfContext *c, const char *value, void *dst, const void *data);    /* double, data: ConfRange* (as integers) */
+int conf_parse_timespan(const ConfContext *c, const char *value, void *dst, const void *data);  /* uint64_t usec, data: ConfRange* in usec */
+int conf_parse_string(const ConfContext *c, const char *value, void *dst, const void *data);    /* char* */
+int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data);      /* char**, space separated */
+int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, const void *data); /* int */
+/* data: const char *const[] NULL-terminated; stores the index as int. */
+int conf_parse_enum(const ConfContext *c, const char *value, void *dst, const void *data);
+
+/* Called for a section header the table does not know about at all: by
+ * default that is a diagnostic; a caller may accept it (e.g. repeated
+ * sections). */
+typedef struct ConfParseOptions {
+        /* Called before each key; may redirect the base pointer, e.g. to the
+         * current element of a list of sections. */
+        void *(*section_base)(void *userdata, const char *section, unsigned line);
+        void *userdata;
+} ConfParseOptions;
+
+/* Parses f (named file for diagnostics) into base by table. Returns 0 when
+ * the file could be parsed (diagnostics may still have been added), -EBADMSG
+ * with a diagnostic when the syntax is broken at some line, -errno on I/O. */
+int conf_parse_file(FILE *f, const char *file, const ConfItem *table, size_t n_table, void *base,
+                    const ConfParseOptions *opts, ConfDiag *diag);

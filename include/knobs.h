@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ksm-sysfs.h"
+
+/* The journal of KSM knobs the daemon changed: the value each had before the
+ * daemon's first write, so a clean stop puts it back. It is kept on disk in
+ * the runtime directory too, so a daemon that was SIGKILLed and restarted
+ * restores the values from before its first incarnation, not its own. */
+typedef struct KnobJournal {
+        uint64_t original[_KSM_KEY_MAX];
+        uint64_t saved_mask;
+        char *state_path;       /* NULL: not persisted */
+} KnobJournal;
+
+/* Loads a journal left behind by an earlier instance at path (absent is
+ * fine). Returns the number of knobs loaded. */
+int knob_journal_open(KnobJournal *j, const char *state_path);
+void knob_journal_done(KnobJournal *j);
+
+/* Parses/format the on-disk form ("name=value" lines); exposed for tests. */
+int knob_journal_parse(KnobJournal *j, const char *text);
+char *knob_journal_format(const KnobJournal *j);
+
+/* Sets a knob to value unless it already has it (current comes from the
+ * latest snapshot). Returns 1 when written, 0 when unchanged, -errno with the
+ * kernel's verdict otherwise. dry_run records nothing and writes nothing but
+ * returns 1 where a write would have happened. */
+int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k, uint64_t value, bool dry_run);
+
+/* Puts every journaled knob back, in an order the kernel accepts (advisor off
+ * before pages_to_scan, advisor and run last). Returns the first error but
+ * tries every knob; the journal file is removed when all succeeded. */
+int knob_journal_restore(const Root *root, KnobJournal *j);

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <syslog.h>
+
+#include "macro.h"
+
+/* Where log lines go: the journal when stderr is connected to it (systemd
+ * sets $JOURNAL_STREAM), stderr otherwise. */
+typedef enum LogTarget {
+        LOG_TARGET_AUTO,
+        LOG_TARGET_STDERR,
+        LOG_TARGET_JOURNAL,
+} LogTarget;
+
+void log_set_max_level(int level);
+int log_get_max_level(void);
+void log_set_target(LogTarget target);
+int log_level_from_string(const char *s);
+const char *log_level_to_string(int level);
+
+/* Logs and returns -abs(error) so callers can `return log_error_errno(r, ...)`.
+ * `%m` in the format prints strerror(error). */
+int log_internal(int level, int error, const char *file, int line, const char *func,
+                 const char *fmt, ...) _printf_(6, 7);
+
+#define log_full_errno(level, error, ...) \
+        log_internal((level), (error), __FILE__, __LINE__, __func__, __VA_ARGS__)
+#define log_full(level, ...) log_full_errno((level), 0, __VA_ARGS__)
+
+#define log_debug(...) log_full(LOG_DEBUG, __VA_ARGS__)
+#define log_info(...) log_full(LOG_INFO, __VA_ARGS__)
+#define log_notice(...) log_full(LOG_NOTICE, __VA_ARGS__)
+#define log_warning(...) log_full(LOG_WARNING, __VA_ARGS__)
+#define log_error(...) log_full(LOG_ERR, __VA_ARGS__)
+
+#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, (e), __VA_ARGS__)
+#define log_info_errno(e, ...) log_full_errno(LOG_INFO, (e), __VA_ARGS__)
+#define log_notice_errno(e, ...) log_full_errno(LOG_NOTICE, (e), __VA_ARGS__)
+#define log_warning_errno(e, ...) log_full_errno(LOG_WARNING, (e), __VA_ARGS__)
+#define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
+
+#define log_oom() log_error_errno(-ENOMEM, "Out of memory.")

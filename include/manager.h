@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "conf.h"
+#include "knobs.h"
+#include "ksmd.h"
+#include "plan.h"
+#include "probe.h"
+#include "root.h"
+#include "snapshot.h"
+
+/* The manager owns every stage (DESIGN.md §3) and is the only module that
+ * sees them all: sources -> snapshot -> model -> classify/controller -> plan
+ * -> actuators -> report. Everything else reads from it. */
+typedef struct Manager {
+        sd_event *event;
+        sd_event_source *tick_source;
+        sd_event_source *watchdog_source;
+
+        char *config_path;
+        bool config_found;
+        Config config;
+        bool dry_run_forced;            /* --dry-run overrides DryRun= */
+
+        Root *root;
+        Probe probe;
+        KnobJournal knobs;
+        KsmdSampler *ksmd_sampler;
+        int ksmd_pid;
+
+        Snapshot snapshot;              /* latest */
+        Snapshot previous;              /* the one before, for rates */
+        bool have_previous;
+        uint64_t tick_count;
+        uint64_t watchdog_usec;
+        bool ready_sent;
+        int last_knob_error[_KSM_KEY_MAX]; /* to log a refused write once, not every tick */
+} Manager;
+
+typedef struct ManagerOptions {
+        const char *config_path;
+        const char *root_prefix;        /* NULL: the real system */
+        bool dry_run;
+} ManagerOptions;
+
+int manager_new(const ManagerOptions *o, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+/* Probes the kernel, prepares the runtime directory, installs signal
+ * handlers and timers. */
+int manager_startup(Manager *m);
+/* Runs the loop until SIGTERM/SIGINT; restores knobs on the way out. */
+int manager_run(Manager *m);
+/* Re-reads the configuration; keeps the old one when the new one is broken. */
+int manager_reload(Manager *m);
+/* One pass of the data flow; exposed so tests can drive it. */
+int manager_tick(Manager *m);
+/* Puts changed knobs back unless RestoreKnobsOnExit=no. */
+int manager_restore(Manager *m);
+
+static inline bool manager_dry_run(const Manager *m) {
+        return m->dry_run_forced || m->config.dry_run;
+}

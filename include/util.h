@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "macro.h"
+
+/* Strict number parsing: the whole string (modulo trailing whitespace) must be
+ * a number in range, otherwise -EINVAL or -ERANGE. */
+int safe_atou64(const char *s, uint64_t *ret);
+int safe_atoi64(const char *s, int64_t *ret);
+int safe_atou(const char *s, unsigned *ret);
+int safe_atoi(const char *s, int *ret);
+int parse_boolean(const char *s); /* 1, 0 or -EINVAL */
+/* "5", "5s", "250ms", "2min", "1h", "1.5s"; a bare number is seconds. */
+int parse_timespan_usec(const char *s, uint64_t *ret);
+const char *format_timespan(char *buf, size_t n, uint64_t usec);
+const char *format_bytes(char *buf, size_t n, uint64_t bytes);
+
+/* Reads a whole file below dirfd (at most max_size bytes, -EFBIG beyond) into
+ * a NUL-terminated buffer. */
+int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size);
+/* First line, without its newline. */
+int read_one_line_at(int dirfd, const char *path, char **ret);
+int read_u64_at(int dirfd, const char *path, uint64_t *ret);
+/* Writes the string with a single write(2) so the kernel's errno comes back. */
+int write_string_at(int dirfd, const char *path, const char *value);
+/* Atomic replace: write to a temporary file in the same directory, rename. */
+int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);
+
+/* NULL-terminated string vectors. */
+char **strv_free(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+size_t strv_length(char *const *l);
+int strv_split_whitespace(const char *s, char ***ret);
+int strv_push(char ***l, char *value); /* takes value */
+bool strv_contains(char *const *l, const char *s);
+
+char *strstrip(char *s);
+bool startswith(const char *s, const char *prefix);
+/* Copies src into a fixed buffer, always terminating. */
+void strscpy(char *dst, size_t n, const char *src);
+
+uint64_t now_usec(clockid_t clock);
+
+/* ASCII-only printable copy (control characters as \xNN), for logging names
+ * that come from untrusted sources such as a process's comm. */
+char *cescape(const char *s);

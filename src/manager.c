@@ -1,0 +1,288 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "log.h"
+#include "manager.h"
+#include "util.h"
+
+int manager_new(const ManagerOptions *o, Manager **ret) {
+        _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
+        m = calloc(1, sizeof *m);
+        if (!m)
+                return log_oom();
+        m->ksmd_pid = -1;
+        m->dry_run_forced = o->dry_run;
+        config_init_defaults(&m->config);
+        m->config_path = strdup(o->config_path ? o->config_path : DEFAULT_CONFIG_PATH);
+        if (!m->config_path || !m->config.policy_dirs)
+                return log_oom();
+
+        ConfDiag diag = {};
+        r = config_load(&m->config, m->config_path, /* missing_ok= */ !o->config_path, &m->config_found, &diag);
+        conf_diag_log(&diag);
+        conf_diag_free(&diag);
+        if (r == -EBADMSG)
+                return log_error_errno(r, "Configuration %s cannot be parsed, refusing to start.", m->config_path);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read configuration %s: %m", m->config_path);
+        if (!m->config_found)
+                log_info("No configuration at %s, using built-in defaults.", m->config_path);
+        log_set_max_level(m->config.log_level);
+
+        r = root_open(o->root_prefix, &m->root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open the kernel's proc and sys trees under \"%s\": %m",
+                                       o->root_prefix ? o->root_prefix : "/");
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate event loop: %m");
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        ksmd_sampler_stop(m->ksmd_sampler);
+        sd_event_source_unref(m->tick_source);
+        sd_event_source_unref(m->watchdog_source);
+        sd_event_unref(m->event);
+        knob_journal_done(&m->knobs);
+        root_free(m->root);
+        config_done(&m->config);
+        free(m->config_path);
+        free(m);
+        return NULL;
+}
+
+static int ensure_runtime_dir(const Manager *m) {
+        if (mkdir(m->config.runtime_dir, 0755) < 0 && errno != EEXIST)
+                return log_warning_errno(negative_errno(), "Cannot create runtime directory %s: %m",
+                                         m->config.runtime_dir);
+        return 0;
+}
+
+static char *knob_state_path(const Manager *m) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/saved-knobs", m->config.runtime_dir) < 0)
+                return NULL;
+        return p;
+}
+
+static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
+        for (int k = _KSM_FIRST_KNOB; k < _KSM_KEY_MAX; k++) {
+                char v[32];
+                int r;
+
+                if (!knob_plan_has(plan, (KsmKey) k))
+                        continue;
+                r = knob_set(m->root, &m->knobs, &m->snapshot.ksm, (KsmKey) k, plan->value[k], manager_dry_run(m));
+                (void) ksm_format_value((KsmKey) k, plan->value[k], v, sizeof v);
+                if (r < 0) {
+                        /* A refused write is an outcome; say it once per distinct errno. */
+                        if (m->last_knob_error[k] != r)
+                                log_warning_errno(r, "Kernel refused %s=%s: %m", ksm_key_to_string((KsmKey) k), v);
+                        m->last_knob_error[k] = r;
+                        continue;
+                }
+                m->last_knob_error[k] = 0;
+                if (r > 0) {
+                        log_info("%s%s=%s (was %" PRIu64 ")", manager_dry_run(m) ? "[dry-run] would set " : "set ",
+                                 ksm_key_to_string((KsmKey) k), v, m->snapshot.ksm.value[k]);
+                        if (!manager_dry_run(m))
+                                m->snapshot.ksm.value[k] = plan->value[k];
+                }
+        }
+}
+
+static void notify_status(Manager *m) {
+        const Snapshot *s = &m->snapshot;
+        char saved[32];
+        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
+
+        format_bytes(saved, sizeof saved, snapshot_saved_bytes(s, page));
+        (void) sd_notifyf(false, "STATUS=%s run=%" PRIu64 " pages_to_scan=%" PRIu64 " sleep_millisecs=%" PRIu64
+                                 ", saving %s",
+                          manager_dry_run(m) ? "[dry-run]" : "tuning", s->ksm.value[KSM_RUN],
+                          s->ksm.value[KSM_PAGES_TO_SCAN], s->ksm.value[KSM_SLEEP_MILLISECS], saved);
+}
+
+int manager_tick(Manager *m) {
+        Snapshot s;
+        KnobPlan plan;
+        int r;
+
+        r = snapshot_collect(m->root, m->ksmd_pid, m->ksmd_sampler, &s);
+        if (r < 0)
+                return log_error_errno(r, "Failed to collect snapshot: %m");
+        if (m->tick_count > 0) {
+                m->previous = m->snapshot;
+                m->have_previous = true;
+        }
+        m->snapshot = s;
+        m->tick_count++;
+
+        /* Sample ksmd's state only while it runs: an idle host costs nothing. */
+        ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1));
+
+        knob_plan_from_config(&m->config, &plan);
+        if (s.ksm_present)
+                apply_knob_plan(m, &plan);
+
+        notify_status(m);
+        return 0;
+}
+
+static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r = manager_tick(m);
+        if (r == -ENOMEM)
+                return sd_event_exit(m->event, r);
+        if (!m->ready_sent) {
+                (void) sd_notify(false, "READY=1");
+                m->ready_sent = true;
+        }
+        r = sd_event_source_set_time(es, usec + m->config.interval_usec);
+        if (r < 0)
+                return sd_event_exit(m->event, r);
+        return 0;
+}
+
+static int on_watchdog(sd_event_source *es, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        (void) sd_notify(false, "WATCHDOG=1");
+        return sd_event_source_set_time(es, usec + m->watchdog_usec / 2);
+}
+
+int manager_reload(Manager *m) {
+        Config c = {};
+        ConfDiag diag = {};
+        bool found = false;
+        int r;
+
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
+        config_init_defaults(&c);
+        r = config_load(&c, m->config_path, true, &found, &diag);
+        conf_diag_log(&diag);
+        conf_diag_free(&diag);
+        if (r < 0) {
+                log_error_errno(r, "Reload of %s failed (%m), keeping the running configuration.", m->config_path);
+                config_done(&c);
+        } else {
+                config_done(&m->config);
+                m->config = c;
+                m->config_found = found;
+                log_set_max_level(m->config.log_level);
+                (void) sd_event_source_set_time_relative(m->tick_source, 0);
+                log_info("Reloaded configuration %s%s.", m->config_path, found ? "" : " (absent: defaults)");
+        }
+        (void) sd_notify(false, "READY=1");
+        return r;
+}
+
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        (void) manager_reload(userdata);
+        return 0;
+}
+
+static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        log_info("Received %s, stopping.", strsignal((int) si->ssi_signo));
+        return sd_event_exit(m->event, 0);
+}
+
+int manager_startup(Manager *m) {
+        _cleanup_free_ char *summary = NULL, *state = NULL;
+        int r;
+
+        /* Block the signals sd-event handles before any thread exists, so
+         * that no thread inherits them unblocked and dies of them. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(negative_errno(), "Failed to block signals: %m");
+
+        if (m->root->ksm_fd < 0)
+                return log_error_errno(-ENODEV, "KSM is not available: %s/kernel/mm/ksm does not exist "
+                                                "(kernel built without CONFIG_KSM?).", m->root->sys_path);
+
+        r = probe_run(m->root, &m->probe);
+        if (r < 0)
+                return log_error_errno(r, "Kernel feature probe failed: %m");
+        summary = probe_summary(&m->probe);
+        log_info("ksmtuned2 %s starting; %s", PACKAGE_VERSION, strna(summary));
+        if (!m->probe.ksm_writable && !manager_dry_run(m))
+                log_warning("KSM knobs under %s/kernel/mm/ksm are not writable: observing only.", m->root->sys_path);
+
+        (void) ensure_runtime_dir(m);
+        state = knob_state_path(m);
+        if (!state)
+                return log_oom();
+        r = knob_journal_open(&m->knobs, state);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read knob journal %s, ignoring: %m", state);
+        else if (r > 0)
+                log_notice("Found %d knob value(s) saved by an earlier instance in %s; will restore those on exit.",
+                           r, state);
+
+        m->ksmd_pid = m->probe.ksmd_pid;
+        if (m->ksmd_pid > 0) {
+                r = ksmd_sampler_start(m->root, m->ksmd_pid, m->config.ksmd_sample_interval_usec, &m->ksmd_sampler);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot sample ksmd (pid %d), blocked time unknown: %m", m->ksmd_pid);
+        }
+
+        r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to install signal handlers: %m");
+
+        r = sd_event_add_time_relative(m->event, &m->tick_source, CLOCK_MONOTONIC, 0, 0, on_tick, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add tick timer: %m");
+
+        if (sd_watchdog_enabled(false, &m->watchdog_usec) > 0) {
+                r = sd_event_add_time_relative(m->event, &m->watchdog_source, CLOCK_MONOTONIC,
+                                               m->watchdog_usec / 2, 0, on_watchdog, m);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to add watchdog timer: %m");
+        }
+        return 0;
+}
+
+int manager_restore(Manager *m) {
+        if (!m->config.restore_knobs) {
+                log_info("RestoreKnobsOnExit=no: leaving KSM knobs as they are.");
+                return 0;
+        }
+        int r = knob_journal_restore(m->root, &m->knobs);
+        if (r < 0)
+                return log_error_errno(r, "Some KSM knobs could not be restored: %m");
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        int r = sd_event_loop(m->event);
+        (void) sd_notify(false, "STOPPING=1");
+        int k = manager_restore(m);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return k;
+}

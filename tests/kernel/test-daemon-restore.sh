@@ -1,0 +1,83 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The daemon, started on real KSM and stopped with SIGTERM, leaves every knob
+# as it found it; after a SIGKILL a restarted daemon restores the values from
+# before the first instance, not its own.
+set -u
+. "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+
+tmp=$(mktemp -d)
+daemon_pid=
+cleanup_daemon() { [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap 'cleanup_daemon; ksm_guard_restore' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Non-default starting values, so "restored" cannot be confused with "defaults".
+echo 0 > $KSM/use_zero_pages
+echo 1 > $KSM/smart_scan
+echo 300 > $KSM/max_page_sharing
+before=$(ksm_guard_knobs_now)
+
+cat > "$tmp/k.conf" <<CONF
+[Daemon]
+Interval=200ms
+RuntimeDirectory=$tmp/run
+[Ksm]
+UseZeroPages=yes
+SmartScan=no
+MaxPageSharing=512
+CONF
+mkdir -p "$tmp/run"
+
+start_daemon() {
+        "$KSMTUNED2" --config "$tmp/k.conf" --log-level=debug 2>>"$tmp/log" &
+        daemon_pid=$!
+        for _ in $(seq 100); do
+                [ "$(cat $KSM/max_page_sharing)" = 512 ] && return 0
+                sleep 0.1
+        done
+        cat "$tmp/log" >&2
+        fail "daemon did not apply its configuration"
+}
+
+# 1. SIGTERM restores.
+start_daemon
+[ "$(cat $KSM/use_zero_pages)" = 1 ] || fail "use_zero_pages not set"
+[ "$(cat $KSM/smart_scan)" = 0 ] || fail "smart_scan not set"
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
+[ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
+after=$(ksm_guard_knobs_now)
+[ "$before" = "$after" ] || fail "knobs differ after SIGTERM: before [$before] after [$after]"
+[ ! -e "$tmp/run/saved-knobs" ] || fail "knob journal left behind after a clean stop"
+echo "SIGTERM: knobs restored"
+
+# 2. SIGKILL, then a restart: the second instance restores the first's originals.
+start_daemon
+kill -KILL "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
+[ -s "$tmp/run/saved-knobs" ] || fail "no knob journal after SIGKILL"
+start_daemon
+grep -q "saved by an earlier instance" "$tmp/log" || fail "restart did not pick up the journal"
+kill -INT "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
+[ "$rc" = 0 ] || fail "daemon exited $rc on SIGINT"
+after=$(ksm_guard_knobs_now)
+[ "$before" = "$after" ] || fail "knobs differ after SIGKILL+restart: before [$before] after [$after]"
+echo "SIGKILL + restart: knobs restored"
+
+# 3. RestoreKnobsOnExit=no keeps them (and the test guard puts them back).
+echo "RestoreKnobsOnExit=no" >> "$tmp/k.conf.tmp"
+sed -i 's/^\[Daemon\]$/[Daemon]\nRestoreKnobsOnExit=no/' "$tmp/k.conf"
+start_daemon
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
+[ "$(cat $KSM/max_page_sharing)" = 512 ] || fail "RestoreKnobsOnExit=no still restored"
+echo "RestoreKnobsOnExit=no: knobs kept"
+
+# 4. --dry-run writes nothing.
+ksm_guard_restore
+before=$(ksm_guard_knobs_now)
+"$KSMTUNED2" --config "$tmp/k.conf" --dry-run 2>"$tmp/dry.log" &
+daemon_pid=$!
+sleep 1
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
+[ "$before" = "$(ksm_guard_knobs_now)" ] || fail "--dry-run changed knobs"
+grep -q "would set max_page_sharing=512" "$tmp/dry.log" || fail "--dry-run did not say what it would do"
+echo "--dry-run: nothing written"

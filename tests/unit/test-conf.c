@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "conf.h"
+#include "fake-tree.h"
+#include "json.h"
+#include "log.h"
+#include "util.h"
+
+static int load_text(const char *text, Config *c, ConfDiag *d, char *path, size_t n) {
+        static FakeTree t;
+        if (!t.path[0])
+                fake_tree_init(&t);
+        fake_write(&t, "k.conf", text);
+        snprintf(path, n, "%s/k.conf", t.path);
+        return config_load(c, path, false, NULL, d);
+}
+
+static void test_defaults_and_shipped(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024];
+        const char *src = getenv("SOURCE_ROOT");
+
+        config_init_defaults(&c);
+        assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC);
+        assert_true(c.restore_knobs);
+        assert_false(c.unmerge_on_exit);
+        assert_int_equal(c.use_zero_pages, -1);
+        assert_int_equal(strv_length(c.policy_dirs), 3);
+
+        /* the shipped file has every key commented out: loading it yields the defaults */
+        assert_non_null(src);
+        snprintf(path, sizeof path, "%s/conf/ksmtuned2.conf", src);
+        assert_int_equal(config_load(&c, path, false, NULL, &d), 0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC);
+
+        /* and every key of the table appears in it, commented out */
+        char *text = NULL;
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, NULL), 0);
+        for (size_t i = 0; i < config_table_size; i++) {
+                char want[128];
+                snprintf(want, sizeof want, "\n#%s=", config_table[i].key);
+                if (!strstr(text, want))
+                        fail_msg("conf/ksmtuned2.conf lacks %s", want + 1);
+        }
+        free(text);
+        config_done(&c);
+}
+
+static void test_good_values(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024];
+        assert_int_equal(load_text("[Daemon]\nInterval=250ms\nLogLevel=debug\nPolicyDirectories=/a  /b\n"
+                                   "RestoreKnobsOnExit=no\n; comment\n# comment\n[Ksm]\nUseZeroPages=yes\n"
+                                   "MaxPageSharing=512\nSmartScan=\n[Sampler]\nKsmdSampleInterval=5ms\n",
+                                   &c, &d, path, sizeof path),
+                         0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(c.interval_usec, 250 * USEC_PER_MSEC);
+        assert_int_equal(c.log_level, LOG_DEBUG);
+        assert_int_equal(strv_length(c.policy_dirs), 2);
+        assert_string_equal(c.policy_dirs[1], "/b");
+        assert_false(c.restore_knobs);
+        assert_int_equal(c.use_zero_pages, 1);
+        assert_int_equal(c.max_page_sharing, 512);
+        assert_int_equal(c.smart_scan, -1);
+        assert_int_equal(c.ksmd_sample_interval_usec, 5000);
+        config_done(&c);
+}
+
+static void test_bad_values(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024], want[1200];
+        assert_int_equal(load_text("[Daemon]\nInterval=fast\nInterval=1us\nNoSuchKey=1\nRestoreKnobsOnExit=maybe\n"
+                                   "[Ksm]\nMaxPageSharing=1\nUseZeroPages=2\n[Weird]\nx=y\n",
+                                   &c, &d, path, sizeof path),
+                         0);
+        assert_int_equal(d.n, 7);
+        snprintf(want, sizeof want, "%s:2: Interval: not a time span", path);
+        assert_true(strncmp(d.lines[0], want, strlen(want)) == 0);
+        snprintf(want, sizeof want, "%s:3: Interval: out of range", path);
+        assert_true(strncmp(d.lines[1], want, strlen(want)) == 0);
+        snprintf(want, sizeof want, "%s:4: NoSuchKey: unknown key in [Daemon]", path);
+        assert_true(strncmp(d.lines[2], want, strlen(want)) == 0);
+        snprintf(want, sizeof want, "%s:9: unknown section [Weird]", path);
+        assert_true(strncmp(d.lines[6], want, strlen(want)) == 0);
+        /* bad keys are ignored: defaults stand */
+        assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC);
+        assert_true(c.restore_knobs);
+        assert_int_equal(c.max_page_sharing, -1);
+        conf_diag_free(&d);
+        config_done(&c);
+}
+
+static void test_syntax_error(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024];
+        assert_int_equal(load_text("[Daemon]\nInterval=1s\nthis line has no equals sign\n", &c, &d, path, sizeof path),
+                         -EBADMSG);
+        assert_true(d.n >= 1);
+        assert_non_null(strstr(d.lines[d.n - 1], ":3: syntax error"));
+        /* a rejected file leaves the defaults, not half of it */
+        assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC);
+        conf_diag_free(&d);
+        /* missing file */
+        assert_int_equal(config_load(&c, "/nonexistent/k.conf", false, NULL, &d), -ENOENT);
+        bool found = true;
+        assert_int_equal(config_load(&c, "/nonexistent/k.conf", true, &found, &d), 0);
+        assert_false(found);
+        config_done(&c);
+}
+
+static void test_util(void **state) {
+        uint64_t v;
+        int i;
+        assert_int_equal(parse_timespan_usec("5", &v), 0);
+        assert_int_equal(v, 5 * USEC_PER_SEC);
+        assert_int_equal(parse_timespan_usec("1.5s", &v), 0);
+        assert_int_equal(v, 1500000);
+        assert_int_equal(parse_timespan_usec("2min", &v), 0);
+        assert_int_equal(v, 120 * USEC_PER_SEC);
+        assert_int_equal(parse_timespan_usec("20 ms", &v), 0);
+        assert_int_equal(v, 20000);
+        assert_int_equal(parse_timespan_usec("-1s", &v), -EINVAL);
+        assert_int_equal(parse_timespan_usec("1parsec", &v), -EINVAL);
+        assert_int_equal(safe_atou64(" 12 ", &v), 0);
+        assert_int_equal(safe_atou64("+1", &v), -EINVAL);
+        assert_int_equal(safe_atou64("", &v), -EINVAL);
+        assert_int_equal(safe_atoi("-2147483649", &i), -ERANGE);
+        assert_int_equal(parse_boolean("On"), 1);
+        assert_int_equal(parse_boolean("nope"), -EINVAL);
+        char buf[32];
+        assert_string_equal(format_bytes(buf, sizeof buf, 3 * 1024 * 1024), "3.0 MiB");
+        assert_string_equal(format_bytes(buf, sizeof buf, 512), "512 B");
+        char *e = cescape("a\nb\\");
+        assert_string_equal(e, "a\\x0ab\\x5c");
+        free(e);
+}
+
+static void test_json(void **state) {
+        char *buf = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
+        JsonWriter w;
+        json_init(&w, f, false);
+        json_begin_object(&w);
+        json_kv_string(&w, "comm", "a\"b\\c\n\x01\xff");
+        json_key(&w, "list");
+        json_begin_array(&w);
+        json_u64(&w, 1);
+        json_bool(&w, true);
+        json_null(&w);
+        json_end_array(&w);
+        json_kv_double(&w, "x", 0.5);
+        json_kv_string(&w, "utf8", "m\xc3\xa9moire");
+        json_end_object(&w);
+        fclose(f);
+        assert_string_equal(buf, "{\"comm\":\"a\\\"b\\\\c\\n\\u0001\\u00ff\",\"list\":[1,true,null],\"x\":0.5,"
+                                 "\"utf8\":\"m\xc3\xa9moire\"}");
+        free(buf);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults_and_shipped), cmocka_unit_test(test_good_values),
+                cmocka_unit_test(test_bad_values),           cmocka_unit_test(test_syntax_error),
+                cmocka_unit_test(test_util),                 cmocka_unit_test(test_json),
+        };
+        log_set_max_level(LOG_ERR);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "fake-tree.h"
+#include "knobs.h"
+#include "ksm-sysfs.h"
+#include "ksmd.h"
+#include "probe.h"
+#include "root.h"
+#include "util.h"
+
+static void test_parse_values(void **state) {
+        uint64_t v;
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "[none] scan-time", &v), 0);
+        assert_int_equal(v, KSM_ADVISOR_NONE);
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "none [scan-time]", &v), 0);
+        assert_int_equal(v, KSM_ADVISOR_SCAN_TIME);
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "none scan-time", &v), -EINVAL);
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "scan-time", &v), 0);
+        assert_int_equal(v, KSM_ADVISOR_SCAN_TIME);
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "[future] none", &v), -EINVAL);
+        assert_int_equal(ksm_parse_value(KSM_GENERAL_PROFIT, "-4096", &v), 0);
+        assert_int_equal((int64_t) v, -4096);
+        assert_int_equal(ksm_parse_value(KSM_PAGES_SHARING, "18446744073709551615", &v), 0);
+        assert_int_equal(ksm_parse_value(KSM_PAGES_SHARING, "18446744073709551616", &v), -ERANGE);
+        assert_int_equal(ksm_parse_value(KSM_PAGES_SHARING, "-1", &v), -EINVAL);
+        assert_int_equal(ksm_parse_value(KSM_PAGES_SHARING, "12abc", &v), -EINVAL);
+        assert_int_equal(ksm_key_from_string("pages_to_scan"), KSM_PAGES_TO_SCAN);
+        assert_true(ksm_key_from_string("nonsense") < 0);
+        assert_true(ksm_key_is_knob(KSM_RUN));
+        assert_false(ksm_key_is_knob(KSM_PAGES_SHARING));
+}
+
+static void test_read_fake(void **state) {
+        FakeTree t;
+        Root *r = NULL;
+        KsmState s;
+        uint64_t v;
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        fake_write(&t, "sys/kernel/mm/ksm/pages_sharing", "6144\n");
+        fake_write(&t, "sys/kernel/mm/ksm/pages_volatile", "garbage\n");
+        fake_write(&t, "sys/kernel/mm/ksm/advisor_mode", "none [scan-time]\n");
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(ksm_sysfs_read(r, &s), 0);
+        assert_true(ksm_state_has(&s, KSM_PAGES_SHARING));
+        assert_int_equal(s.value[KSM_PAGES_SHARING], 6144);
+        assert_int_equal(s.value[KSM_ADVISOR_MODE], KSM_ADVISOR_SCAN_TIME);
+        /* unparsable and absent files are "not supported", never errors */
+        assert_false(ksm_state_has(&s, KSM_PAGES_VOLATILE));
+        assert_false(ksm_state_has(&s, KSM_STABLE_NODE_DUPS));
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_STABLE_NODE_DUPS, &v), -EOPNOTSUPP);
+        assert_int_equal(ksm_sysfs_write(r, KSM_STABLE_NODE_DUPS, 1), -EROFS);
+        assert_int_equal(ksm_sysfs_write(r, KSM_ADVISOR_MAX_CPU, 1), -EOPNOTSUPP);
+        assert_int_equal(ksm_sysfs_write(r, KSM_ADVISOR_MODE, KSM_ADVISOR_NONE), 0);
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_ADVISOR_MODE, &v), 0);
+        assert_int_equal(v, KSM_ADVISOR_NONE);
+        fake_write(&t, "sys/kernel/mm/ksm/advisor_mode", "[none scan-time\n");
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_ADVISOR_MODE, &v), -EINVAL);
+        /* a read-only knob reports the kernel's errno */
+        char path[512];
+        snprintf(path, sizeof path, "%s/sys/kernel/mm/ksm/pages_to_scan", t.path);
+        chmod(path, 0444);
+        if (geteuid() != 0)
+                assert_int_equal(ksm_sysfs_write(r, KSM_PAGES_TO_SCAN, 5), -EACCES);
+        root_free(r);
+
+        /* no KSM at all */
+        fake_remove(&t, "sys/kernel/mm/ksm");
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(ksm_sysfs_read(r, &s), -ENODEV);
+        assert_int_equal(ksm_sysfs_write(r, KSM_RUN, 1), -ENODEV);
+        root_free(r);
+        fake_tree_done(&t);
+}
+
+static void test_root_layouts(void **state) {
+        FakeTree t;
+        Root *r = NULL;
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(r->cgroup_layout, CGROUP_LAYOUT_HYBRID);
+        assert_true(r->cgroup2_fd >= 0);
+        assert_null(r->tracefs_path);
+        root_free(r);
+
+        fake_write(&t, "proc/self/mounts", "cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n"
+                                           "tracefs /sys/kernel/tr\\040acing tracefs rw 0 0\n");
+        fake_mkdir(&t, "sys/kernel/tr acing/events");
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(r->cgroup_layout, CGROUP_LAYOUT_UNIFIED);
+        assert_non_null(r->tracefs_path);
+        assert_true(strstr(r->tracefs_path, "tr acing") != NULL);
+        root_free(r);
+
+        fake_write(&t, "proc/self/mounts", "garbage line\n\n");
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(r->cgroup_layout, CGROUP_LAYOUT_NONE);
+        assert_true(r->cgroup2_fd < 0);
+        root_free(r);
+
+        fake_remove(&t, "proc");
+        assert_true(root_open(t.path, &r) < 0);
+        fake_tree_done(&t);
+}
+
+static void test_ksmd(void **state) {
+        FakeTree t;
+        Root *r = NULL;
+        int pid = 0;
+        KsmdSample s;
+
+        assert_int_equal(ksmd_classify_wait('D', "ksm_scan_thread"), KSMD_BLOCKED_MMAP_LOCK);
+        assert_int_equal(ksmd_classify_wait('D', "rwsem_down_read_slowpath"), KSMD_BLOCKED_MMAP_LOCK);
+        assert_int_equal(ksmd_classify_wait('D', "__flush_work"), KSMD_BLOCKED_OTHER);
+        assert_int_equal(ksmd_classify_wait('S', "ksm_scan_thread"), KSMD_SLEEPING);
+        assert_int_equal(ksmd_classify_wait('R', ""), KSMD_RUNNING);
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        /* a user process called ksmd is not the kernel thread */
+        fake_write(&t, "proc/5/stat", "5 (ksmd) S 1 5 5 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 1 1 1 1");
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(ksmd_find(r, &pid), -ESRCH);
+        fake_write(&t, "proc/37/stat", "37 (ksmd) D 2 0 0 0 -1 2097216 0 0 0 0 0 0 0 0 25 5 1 0 24 0 0 1");
+        fake_write(&t, "proc/37/wchan", "ksm_scan_thread");
+        fake_write(&t, "proc/37/schedstat", "123456789 1000 7\n");
+        assert_int_equal(ksmd_find(r, &pid), 0);
+        assert_int_equal(pid, 37);
+        assert_int_equal(ksmd_read_sample(r, pid, &s), 0);
+        assert_int_equal(s.state, 'D');
+        assert_string_equal(s.wchan, "ksm_scan_thread");
+        assert_int_equal(s.cpu_ns, 123456789);
+
+        /* the sampler counts what it sees */
+        KsmdSampler *sm = NULL;
+        KsmdWaitCounts c;
+        assert_int_equal(ksmd_sampler_start(r, 37, 1000, &sm), 0);
+        ksmd_sampler_set_paused(sm, false);
+        usleep(100000);
+        ksmd_sampler_set_paused(sm, true);
+        ksmd_sampler_take(sm, &c);
+        assert_true(c.samples > 5);
+        assert_int_equal(c.by_wait[KSMD_BLOCKED_MMAP_LOCK], c.samples);
+        ksmd_sampler_take(sm, &c);
+        assert_int_equal(c.samples, 0);
+        ksmd_sampler_stop(sm);
+        root_free(r);
+        fake_tree_done(&t);
+}
+
+static void test_knob_journal(void **state) {
+        FakeTree t;
+        Root *r = NULL;
+        KnobJournal j;
+        KsmState s;
+        char path[512], *text;
+        uint64_t v;
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        snprintf(path, sizeof path, "%s/saved-knobs", t.path);
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(knob_journal_open(&j, path), 0);
+        assert_int_equal(ksm_sysfs_read(r, &s), 0);
+
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_TO_SCAN, 100, false), 0); /* unchanged */
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_TO_SCAN, 5000, true), 1);  /* dry run */
+        assert_int_equal(j.saved_mask, 0);
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_TO_SCAN, 5000, false), 1);
+        assert_int_equal(knob_set(r, &j, &s, KSM_RUN, 1, false), 1);
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_SHARING, 1, false), -EROFS);
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_PAGES_TO_SCAN, &v), 0);
+        assert_int_equal(v, 5000);
+
+        /* persisted before the write: a second instance would see originals */
+        KnobJournal j2;
+        assert_int_equal(knob_journal_open(&j2, path), 2);
+        assert_int_equal(j2.original[KSM_PAGES_TO_SCAN], 100);
+        assert_int_equal(j2.original[KSM_RUN], 0);
+        text = knob_journal_format(&j2);
+        assert_string_equal(text, "run=0\npages_to_scan=100\n");
+        free(text);
+        knob_journal_done(&j2);
+
+        /* a second change keeps the first original */
+        s.value[KSM_PAGES_TO_SCAN] = 5000;
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_TO_SCAN, 7000, false), 1);
+        assert_int_equal(j.original[KSM_PAGES_TO_SCAN], 100);
+
+        assert_int_equal(knob_journal_restore(r, &j), 0);
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_PAGES_TO_SCAN, &v), 0);
+        assert_int_equal(v, 100);
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_RUN, &v), 0);
+        assert_int_equal(v, 0);
+        assert_int_equal(access(path, F_OK), -1); /* removed once all restored */
+
+        /* run=2 is never restored: it would unmerge the whole host */
+        KnobJournal j3 = {};
+        assert_int_equal(knob_journal_parse(&j3, "run=2\nbogus=1\npages_to_scan=x\nadvisor_mode=scan-time\n"), 2);
+        assert_int_equal(j3.original[KSM_ADVISOR_MODE], KSM_ADVISOR_SCAN_TIME);
+        fake_write(&t, "sys/kernel/mm/ksm/run", "1");
+        assert_int_equal(knob_journal_restore(r, &j3), 0);
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_RUN, &v), 0);
+        assert_int_equal(v, 0);
+
+        knob_journal_done(&j);
+        root_free(r);
+        fake_tree_done(&t);
+}
+
+static void test_probe_fake(void **state) {
+        FakeTree t;
+        Root *r = NULL;
+        Probe p;
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        fake_write(&t, "sys/kernel/process_ksm/process_ksm_enable", "451\n");
+        fake_write(&t, "sys/kernel/process_ksm/process_ksm_disable", "452\n");
+        fake_write(&t, "sys/kernel/process_ksm/process_ksm_status", "453\n");
+        fake_write(&t, "proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(probe_run(r, &p), 0);
+        assert_true(p.ksm);
+        assert_true(p.advisor);
+        assert_true(p.smart_scan);
+        assert_false(p.ksm_zero_pages);
+        assert_false(p.ksmd_thread);
+        assert_true(p.process_ksm_syscall);
+        assert_int_equal(p.process_ksm_enable_nr, 451);
+        assert_true(p.psi_memory);
+        assert_false(p.tracefs);
+        assert_int_equal(p.cgroup_layout, CGROUP_LAYOUT_HYBRID);
+        root_free(r);
+
+        fake_remove(&t, "sys/kernel/mm/ksm");
+        fake_remove(&t, "sys/kernel/process_ksm");
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(probe_run(r, &p), 0);
+        assert_false(p.ksm);
+        assert_false(p.advisor);
+        assert_false(p.process_ksm_syscall);
+        root_free(r);
+        fake_tree_done(&t);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse_values), cmocka_unit_test(test_read_fake),
+                cmocka_unit_test(test_root_layouts), cmocka_unit_test(test_ksmd),
+                cmocka_unit_test(test_knob_journal), cmocka_unit_test(test_probe_fake),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
