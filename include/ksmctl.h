@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+/* Exit statuses of ksmctl, documented in ksmctl(1). */
+enum {
+        KSMCTL_EXIT_OK = 0,
+        KSMCTL_EXIT_FAILURE = 1,
+        KSMCTL_EXIT_USAGE = 2,
+        KSMCTL_EXIT_NOT_RUNNING = 3,    /* the daemon is not on the bus */
+        KSMCTL_EXIT_ACCESS_DENIED = 4,
+        KSMCTL_EXIT_NO_SUCH_PROCESS = 5,
+};
+
+typedef struct KsmctlOptions {
+        bool json;
+} KsmctlOptions;
+
+/* A verb gets argv starting at its own name; max_args -1 means unbounded. */
+typedef struct KsmctlVerb {
+        const char *name;
+        int min_args, max_args;
+        int (*run)(int argc, char **argv, const KsmctlOptions *o);
+} KsmctlVerb;
