@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "conf.h"
+#include "decisions.h"
 #include "knobs.h"
 #include "ksmd.h"
 #include "plan.h"
@@ -40,6 +41,7 @@ typedef struct Manager {
         uint64_t watchdog_usec;
         bool ready_sent;
         int last_knob_error[_KSM_KEY_MAX]; /* to log a refused write once, not every tick */
+        DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
 } Manager;
 
 typedef struct ManagerOptions {

@@ -3,8 +3,12 @@
 
 #include <stdint.h>
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "conf.h"
 #include "ksm-sysfs.h"
+#include "merge-method.h"
 
 /* What the pure stages decided for this tick; the actuators carry it out. */
 typedef struct KnobPlan {
@@ -20,6 +24,32 @@ static inline void knob_plan_set(KnobPlan *p, KsmKey k, uint64_t v) {
 static inline bool knob_plan_has(const KnobPlan *p, KsmKey k) {
         return p->set_mask & (UINT64_C(1) << k);
 }
+
+/* A change of one process's merging that classification and the controller
+ * want, and the merge actuators carry out through a pidfd. start_time_ticks
+ * (from /proc/<pid>/stat) guards against pid reuse between plan and act. */
+typedef enum MergeAction {
+        MERGE_ACTION_ENABLE,
+        MERGE_ACTION_DISABLE,
+} MergeAction;
+
+typedef struct ProcessAction {
+        int pid;
+        uint64_t start_time_ticks;
+        MergeAction action;
+        MergeMethod method;
+        char reason[192];
+} ProcessAction;
+
+typedef struct Plan {
+        KnobPlan knobs;
+        ProcessAction *actions;
+        size_t n_actions;
+} Plan;
+
+/* Appends an action (copies it); -ENOMEM. */
+int plan_add_action(Plan *p, const ProcessAction *a);
+void plan_done(Plan *p);
 
 /* The fixed [Ksm] settings of the configuration, as a plan. */
 void knob_plan_from_config(const Config *c, KnobPlan *ret);

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+
 #include "plan.h"
 
 void knob_plan_from_config(const Config *c, KnobPlan *ret) {
@@ -17,4 +20,18 @@ void knob_plan_from_config(const Config *c, KnobPlan *ret) {
                 if (fixed[i].value >= 0)
                         knob_plan_set(&p, fixed[i].key, (uint64_t) fixed[i].value);
         *ret = p;
+}
+
+int plan_add_action(Plan *p, const ProcessAction *a) {
+        ProcessAction *n = realloc(p->actions, sizeof *n * (p->n_actions + 1));
+        if (!n)
+                return -ENOMEM;
+        p->actions = n;
+        p->actions[p->n_actions++] = *a;
+        return 0;
+}
+
+void plan_done(Plan *p) {
+        free(p->actions);
+        *p = (Plan) {};
 }
