@@ -77,16 +77,44 @@ void ksm_guard_untrack_child(pid_t pid) {
                 }
 }
 
+static uint64_t mono_usec(void);
+
+/* Pages of test processes that merged and exited stay in KSM's stable tree
+ * while run=0: ksmd frees an exited mm's rmap_items only when its scan
+ * reaches that mm, so pages_shared stays > 0, and while it does the kernel
+ * refuses max_page_sharing and merge_across_nodes writes with EBUSY (seen on
+ * 6.18: the next test's first knob write failed). Let ksmd run until they
+ * are gone (or two full passes went by, for pages that belong to someone
+ * else), at most 5 s. */
+static void settle_stale_pages(void) {
+        char buf[64];
+        if (read_knob("pages_shared", buf, sizeof buf) < 0 || strcmp(buf, "0") == 0)
+                return;
+        uint64_t f0 = ksm_read_counter("full_scans"), start = mono_usec();
+        if (write_knob("run", "1") < 0)
+                return;
+        while (mono_usec() - start < 5000000) {
+                struct timespec ts = { 0, 20 * 1000 * 1000 };
+                if (read_knob("pages_shared", buf, sizeof buf) == 0 && strcmp(buf, "0") == 0)
+                        break;
+                if (ksm_read_counter("full_scans") >= f0 + 2)
+                        break;
+                nanosleep(&ts, NULL);
+        }
+        (void) write_knob("run", "0");
+}
+
 void ksm_guard_restore(void) {
         if (!active)
                 return;
-        /* Async-signal-safe enough: only open/read/write/kill/waitpid. */
+        /* Async-signal-safe enough: only open/read/write/kill/waitpid/nanosleep. */
         for (size_t i = 0; i < n_children; i++) {
                 kill(children[i], SIGKILL);
                 waitpid(children[i], NULL, 0);
         }
         n_children = 0;
         (void) write_knob("advisor_mode", "none");
+        settle_stale_pages();
         for (size_t i = 0; i < N_KNOBS; i++)
                 if (have_saved[i]) {
                         char now[64];
