@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "merge-method.h"
+#include "procfs.h"
+#include "root.h"
+
+/* The processes the daemon knows, with the facts classification needs and
+ * the verdict it reached. Filled on the event loop from files that never
+ * take the target's mmap_lock (stat, status, cgroup, exe, ksm_merging_pages);
+ * the ksm_stat figures arrive later from the off-loop reader (mm-reader.h).
+ * Only the event loop thread touches a ProcessTable. */
+
+typedef enum VerdictAction {
+        VERDICT_LEAVE_ALONE,    /* no policy matched (or Method=none): never touched */
+        VERDICT_MERGE,          /* a policy wants merging on, and its conditions hold */
+        VERDICT_WAIT,           /* a policy wants merging, but not yet (too small, too young) */
+        VERDICT_DONT_MERGE,     /* Mode=never: merging must be off */
+        _VERDICT_ACTION_MAX,
+} VerdictAction;
+
+const char *verdict_action_to_string(VerdictAction a); /* "leave-alone", "merge", "wait", "dont-merge" */
+
+#define VERDICT_REASON_MAX 192  /* same size as ProcessAction.reason */
+#define VERDICT_POLICY_MAX 256
+
+typedef struct Verdict {
+        VerdictAction action;
+        MergeMethod method;             /* from the policy's Method= */
+        bool always;                    /* Mode=always: the controller must not exclude it */
+        char policy_file[VERDICT_POLICY_MAX]; /* "" when no policy matched */
+        unsigned policy_line;           /* line of the [Match] section that matched */
+        char reason[VERDICT_REASON_MAX]; /* "anon RSS 12 MiB < MinAnonMiB=64" */
+} Verdict;
+
+/* What is known about one process (a thread group), by its pid. */
+typedef struct Process {
+        int pid;
+        uint64_t start_time_ticks;      /* stat field 22: tells a reused pid apart */
+        uint64_t start_time_usec;       /* the same as CLOCK_BOOTTIME usec, for ages */
+        int ppid;
+        uid_t uid;                      /* real uid */
+        uid_t euid;                     /* effective uid */
+        char comm[64];                  /* from stat: may hold spaces and ')' */
+        char *exe;                      /* readlink of exe; NULL when unreadable (kernel thread, gone, no permission) */
+        char *cgroup;                   /* v2 path relative to the cgroup root, "" for the root; NULL when unknown */
+        char *unit;                     /* systemd unit the cgroup is in ("nginx.service"); NULL when none */
+        char *vm_name;                  /* libvirt/machined VM name from machine-qemu\x2dN\x2dNAME.scope; NULL */
+        bool kthread;
+        uint64_t rss_anon_kib;          /* status RssAnon */
+        unsigned threads;               /* status Threads */
+        int tracer_pid;                 /* status TracerPid, 0 when not traced */
+
+        /* KSM state of the process. ksm_merging_pages is lock-free and read
+         * on the loop; the rest comes from ksm_stat off the loop. */
+        uint64_t ksm_merging_pages;
+        bool ksm_stat_valid;            /* ksm_stat below has been read at least once */
+        ProcKsmStat ksm_stat;
+        uint64_t ksm_stat_usec;         /* CLOCK_MONOTONIC of that read */
+        bool slow;                      /* a read of an mmap_lock file overran its deadline */
+        uint64_t slow_since_usec;       /* CLOCK_MONOTONIC, 0 when not slow */
+
+        uint64_t facts_usec;            /* CLOCK_MONOTONIC of the last fact refresh */
+        uint64_t discovered_usec;       /* CLOCK_MONOTONIC when the daemon first saw it */
+        uint64_t generation;            /* resync mark: entries not seen in a full scan are gone */
+
+        bool have_verdict;
+        Verdict verdict;
+        uint64_t verdict_usec;          /* CLOCK_MONOTONIC when the verdict was reached */
+        uint64_t action_planned_usec;   /* CLOCK_MONOTONIC of the last ProcessAction planned, 0 none */
+} Process;
+
+/* Merging is on for the process as far as ksm_stat tells: whole-mm
+ * (PR_SET_MEMORY_MERGE) or some VMA marked MADV_MERGEABLE (QEMU guest RAM).
+ * -1 when ksm_stat is not known yet. */
+int process_merging_enabled(const Process *p);
+
+/* Reads the lock-free facts of pid into p (which keeps its KSM and verdict
+ * fields when it already describes the same incarnation of that pid).
+ * -ESRCH when the process is gone, -ENOMEM. */
+int process_read_facts(const Root *root, int pid, Process *p);
+
+/* Frees the strings of p and zeroes it. */
+void process_done(Process *p);
+
+/* pid -> Process, open hashing. Pointers stay valid until that pid is
+ * removed or the table is freed (entries are allocated one by one). */
+typedef struct ProcessTable ProcessTable;
+
+int process_table_new(ProcessTable **ret);
+ProcessTable *process_table_free(ProcessTable *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessTable *, process_table_free);
+
+size_t process_table_size(const ProcessTable *t);
+Process *process_table_get(const ProcessTable *t, int pid);
+/* Returns the entry for pid, creating a zeroed one (pid set) when absent;
+ * *ret_created says which. -ENOMEM. */
+int process_table_ensure(ProcessTable *t, int pid, Process **ret, bool *ret_created);
+/* Removes and frees; returns true when pid was present. Inserting while
+ * iterating is not allowed (the table may grow). */
+bool process_table_remove(ProcessTable *t, int pid);
+/* Iteration: *iter starts at 0; returns NULL at the end. Removing the
+ * returned entry while iterating is allowed. */
+Process *process_table_next(const ProcessTable *t, size_t *iter);
+
+#define PROCESS_TABLE_FOREACH(p, t, i) for (size_t i = 0; ((p) = process_table_next((t), &i));)

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fake-tree.h"
+#include "process.h"
+#include "root.h"
+#include "util.h"
+
+static void test_table_grow_remove_iterate(void **state) {
+        _cleanup_(process_table_freep) ProcessTable *t = NULL;
+        Process *p;
+        bool created;
+
+        assert_int_equal(process_table_new(&t), 0);
+        /* far past the initial 1024 slots, so it rehashes several times */
+        for (int pid = 1; pid <= 20000; pid++) {
+                assert_int_equal(process_table_ensure(t, pid, &p, &created), 0);
+                assert_true(created);
+                assert_int_equal(p->pid, pid);
+                p->threads = (unsigned) pid * 2;
+        }
+        assert_int_equal(process_table_size(t), 20000);
+        assert_int_equal(process_table_ensure(t, 777, &p, &created), 0);
+        assert_false(created);
+        assert_int_equal(p->threads, 1554);
+
+        /* remove every odd pid while iterating: each entry is visited once */
+        size_t visited = 0;
+        PROCESS_TABLE_FOREACH(p, t, i) {
+                visited++;
+                if (p->pid % 2)
+                        assert_true(process_table_remove(t, p->pid));
+        }
+        assert_int_equal(visited, 20000);
+        assert_int_equal(process_table_size(t), 10000);
+        assert_null(process_table_get(t, 777));
+        assert_non_null(process_table_get(t, 778));
+        assert_false(process_table_remove(t, 777));
+
+        /* churn (tombstones) does not lose entries nor grow without bound */
+        for (int round = 0; round < 50; round++)
+                for (int pid = 100001; pid <= 101000; pid++) {
+                        assert_int_equal(process_table_ensure(t, pid, &p, NULL), 0);
+                        assert_true(process_table_remove(t, pid));
+                }
+        assert_int_equal(process_table_size(t), 10000);
+        for (int pid = 2; pid <= 20000; pid += 2)
+                assert_non_null(process_table_get(t, pid));
+}
+
+#define STAT_FMT \
+        "%d (%s) S %d 42 42 0 -1 %u 100 0 0 0 12 34 0 0 20 0 3 0 %llu 1048576 256 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+
+static void write_proc(FakeTree *t, int pid, const char *comm, unsigned flags, unsigned long long start,
+                       const char *cgroup) {
+        char rel[64], buf[1024];
+        snprintf(rel, sizeof rel, "proc/%d/stat", pid);
+        snprintf(buf, sizeof buf, STAT_FMT, pid, comm, 1, flags, start);
+        fake_write(t, rel, buf);
+        snprintf(rel, sizeof rel, "proc/%d/status", pid);
+        snprintf(buf, sizeof buf,
+                 "Name:\t%s\nTgid:\t%d\nPPid:\t1\nTracerPid:\t0\nUid:\t1000\t1001\t1000\t1000\n"
+                 "Threads:\t3\nVmRSS:\t 9000 kB\nRssAnon:\t 8192 kB\n",
+                 comm, pid);
+        fake_write(t, rel, buf);
+        snprintf(rel, sizeof rel, "proc/%d/cgroup", pid);
+        fake_write(t, rel, cgroup);
+        snprintf(rel, sizeof rel, "proc/%d/ksm_merging_pages", pid);
+        fake_write(t, rel, "17\n");
+}
+
+static void test_read_facts(void **state) {
+        FakeTree t;
+        _cleanup_(root_freep) Root *root = NULL;
+        Process p = {};
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        write_proc(&t, 4242, "qemu) (x", 0, 5555,
+                   "1:name=systemd:/machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/emulator\n"
+                   "0::/machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/emulator\n");
+        char link[512];
+        snprintf(link, sizeof link, "%s/proc/4242/exe", t.path);
+        assert_int_equal(symlink("/usr/bin/qemu-system-x86_64", link), 0);
+        assert_int_equal(root_open(t.path, &root), 0);
+
+        assert_int_equal(process_read_facts(root, 4242, &p), 0);
+        assert_int_equal(p.pid, 4242);
+        assert_string_equal(p.comm, "qemu) (x");
+        assert_int_equal(p.uid, 1000);
+        assert_int_equal(p.euid, 1001);
+        assert_int_equal(p.rss_anon_kib, 8192);
+        assert_int_equal(p.threads, 3);
+        assert_int_equal(p.start_time_ticks, 5555);
+        assert_int_equal(p.ksm_merging_pages, 17);
+        assert_string_equal(p.exe, "/usr/bin/qemu-system-x86_64");
+        assert_string_equal(p.cgroup, "machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/emulator");
+        assert_string_equal(p.unit, "machine-qemu\\x2d3\\x2dweb01.scope");
+        assert_string_equal(p.vm_name, "web01");
+
+        /* same incarnation: the verdict survives a refresh */
+        p.have_verdict = true;
+        assert_int_equal(process_read_facts(root, 4242, &p), 0);
+        assert_true(p.have_verdict);
+        /* pid reused (other start time): everything but the pid starts over */
+        write_proc(&t, 4242, "sh", 0, 9999, "0::/user.slice/user-0.slice/session-1.scope\n");
+        assert_int_equal(process_read_facts(root, 4242, &p), 0);
+        assert_false(p.have_verdict);
+        assert_string_equal(p.comm, "sh");
+        assert_string_equal(p.unit, "session-1.scope");
+        assert_null(p.vm_name);
+
+        /* kernel thread: no exe, no status needed */
+        write_proc(&t, 2, "kthreadd", PF_KTHREAD_FLAG, 1, "0::/\n");
+        Process k = {};
+        assert_int_equal(process_read_facts(root, 2, &k), 0);
+        assert_true(k.kthread);
+        assert_null(k.exe);
+        assert_string_equal(k.cgroup, "");
+
+        /* gone */
+        Process g = {};
+        assert_int_equal(process_read_facts(root, 31337, &g), -ESRCH);
+        fake_remove(&t, "proc/4242/stat");
+        assert_int_equal(process_read_facts(root, 4242, &g), -ESRCH);
+
+        process_done(&p);
+        process_done(&k);
+        process_done(&g);
+        fake_tree_done(&t);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_table_grow_remove_iterate),
+                cmocka_unit_test(test_read_facts),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
