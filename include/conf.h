@@ -17,6 +17,7 @@ typedef struct Config {
         bool restore_knobs;             /* RestoreKnobsOnExit= */
         bool unmerge_on_exit;           /* UnmergeOnExit= */
         bool dry_run;                   /* DryRun= */
+        bool sandbox;                   /* Sandbox=: drop capabilities, seccomp filter (start only) */
 
         /* [Ksm]: fixed values applied at start; -1 leaves the kernel's value */
         int64_t smart_scan;             /* SmartScan= */
