@@ -15,6 +15,23 @@
 #include "root.h"
 #include "snapshot.h"
 
+/* What the daemon may change, set by an administrator over the bus (SetMode)
+ * and kept for the life of the process (a restart starts in auto). Every
+ * stage that writes to the kernel or to a process asks manager_may_tune() /
+ * manager_may_act_on_processes() first. */
+typedef enum ManagerMode {
+        MANAGER_MODE_AUTO,      /* tune ksmd and switch merging per policy */
+        MANAGER_MODE_TUNE_ONLY, /* tune ksmd; leave every process's merging as it is */
+        MANAGER_MODE_OBSERVE,   /* decide and report only: a dry run at runtime */
+        _MANAGER_MODE_MAX,
+        _MANAGER_MODE_INVALID = -22,
+} ManagerMode;
+
+const char *manager_mode_to_string(ManagerMode m);
+ManagerMode manager_mode_from_string(const char *s);
+
+typedef struct ManagerBus ManagerBus;
+
 /* The manager owns every stage (DESIGN.md §3) and is the only module that
  * sees them all: sources -> snapshot -> model -> classify/controller -> plan
  * -> actuators -> report. Everything else reads from it. */
@@ -42,6 +59,14 @@ typedef struct Manager {
         bool ready_sent;
         int last_knob_error[_KSM_KEY_MAX]; /* to log a refused write once, not every tick */
         DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
+
+        /* Set over the bus (Pause/Resume/SetMode), applied from the next tick.
+         * Paused: hands off — no knob write, no process action, knobs stay
+         * where they are (an administrator can set them by hand meanwhile);
+         * measuring and reporting go on. */
+        ManagerMode mode;
+        bool paused;
+        ManagerBus *bus;                /* NULL until manager_bus_attach() */
 } Manager;
 
 typedef struct ManagerOptions {
@@ -66,6 +91,16 @@ int manager_tick(Manager *m);
 /* Puts changed knobs back unless RestoreKnobsOnExit=no. */
 int manager_restore(Manager *m);
 
+/* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
+ * mode observe. */
 static inline bool manager_dry_run(const Manager *m) {
-        return m->dry_run_forced || m->config.dry_run;
+        return m->dry_run_forced || m->config.dry_run || m->mode == MANAGER_MODE_OBSERVE;
+}
+/* Whether this tick may plan knob changes at all (paused: no). */
+static inline bool manager_may_tune(const Manager *m) {
+        return !m->paused;
+}
+/* Whether this tick may switch any process's merging on or off. */
+static inline bool manager_may_act_on_processes(const Manager *m) {
+        return !m->paused && m->mode == MANAGER_MODE_AUTO;
 }

@@ -44,5 +44,8 @@ int probe_run(const Root *root, Probe *ret);
 
 void probe_print(const Probe *p, FILE *f);
 void probe_print_json(const Probe *p, FILE *f);
+/* The i-th boolean feature (as probe_print names it): 0, or -ENOENT past the
+ * last one. For the bus and ksmctl, which list them by name. */
+int probe_feature(const Probe *p, unsigned i, const char **ret_name, bool *ret_present);
 /* One line for the journal at start-up. */
 char *probe_summary(const Probe *p);

@@ -6,6 +6,7 @@
 
 #include "conf.h"
 #include "log.h"
+#include "manager-bus.h"
 #include "manager.h"
 #include "probe.h"
 #include "root.h"
@@ -29,6 +30,7 @@ static void help(void) {
                "     --probe            Print the kernel feature probe and exit\n"
                "     --json             With --probe: print JSON\n"
                "     --check-config     Validate the configuration and exit\n"
+               "     --bus-introspect   Print the D-Bus introspection XML of the bus API and exit\n"
                "     --dry-run          Decide, but write nothing\n"
                "     --log-level=LEVEL  Override LogLevel=\n"
                "     --root=DIR         Read proc and sys below DIR (testing)\n",
@@ -36,7 +38,8 @@ static void help(void) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_PROBE, ARG_JSON, ARG_CHECK, ARG_DRY_RUN, ARG_LOG_LEVEL, ARG_ROOT };
+        enum { ARG_VERSION = 0x100, ARG_PROBE, ARG_JSON, ARG_CHECK, ARG_DRY_RUN, ARG_LOG_LEVEL, ARG_ROOT,
+               ARG_BUS_INTROSPECT };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -44,13 +47,14 @@ int main(int argc, char *argv[]) {
                 { "probe", no_argument, NULL, ARG_PROBE },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "check-config", no_argument, NULL, ARG_CHECK },
+                { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "root", required_argument, NULL, ARG_ROOT },
                 {},
         };
         ManagerOptions mo = {};
-        bool probe = false, json = false, check = false;
+        bool probe = false, json = false, check = false, introspect = false;
         int log_level = -1, c, r;
 
         while ((c = getopt_long(argc, argv, "hc:", options, NULL)) >= 0)
@@ -72,6 +76,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_CHECK:
                         check = true;
+                        break;
+                case ARG_BUS_INTROSPECT:
+                        introspect = true;
                         break;
                 case ARG_DRY_RUN:
                         mo.dry_run = true;
@@ -95,6 +102,15 @@ int main(int argc, char *argv[]) {
         }
         if (log_level >= 0)
                 log_set_max_level(log_level);
+
+        if (introspect) {
+                r = manager_bus_introspect(stdout);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot generate the introspection data: %m");
+                        return EXIT_FAIL;
+                }
+                return EXIT_OK;
+        }
 
         if (probe) {
                 _cleanup_(root_freep) Root *root = NULL;

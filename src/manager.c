@@ -9,8 +9,26 @@
 #include <systemd/sd-daemon.h>
 
 #include "log.h"
+#include "manager-bus.h"
 #include "manager.h"
 #include "util.h"
+
+static const char *const mode_names[_MANAGER_MODE_MAX] = {
+        [MANAGER_MODE_AUTO] = "auto",
+        [MANAGER_MODE_TUNE_ONLY] = "tune-only",
+        [MANAGER_MODE_OBSERVE] = "observe",
+};
+
+const char *manager_mode_to_string(ManagerMode m) {
+        return m >= 0 && m < _MANAGER_MODE_MAX ? mode_names[m] : NULL;
+}
+
+ManagerMode manager_mode_from_string(const char *s) {
+        for (int i = 0; s && i < _MANAGER_MODE_MAX; i++)
+                if (streq(mode_names[i], s))
+                        return (ManagerMode) i;
+        return _MANAGER_MODE_INVALID;
+}
 
 int manager_new(const ManagerOptions *o, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -55,6 +73,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         ksmd_sampler_stop(m->ksmd_sampler);
+        manager_bus_free(m->bus);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->watchdog_source);
         sd_event_unref(m->event);
@@ -114,7 +133,7 @@ static void notify_status(Manager *m) {
         format_bytes(saved, sizeof saved, snapshot_saved_bytes(s, page));
         (void) sd_notifyf(false, "STATUS=%s run=%" PRIu64 " pages_to_scan=%" PRIu64 " sleep_millisecs=%" PRIu64
                                  ", saving %s",
-                          manager_dry_run(m) ? "[dry-run]" : "tuning", s->ksm.value[KSM_RUN],
+                          m->paused ? "paused" : manager_dry_run(m) ? "[dry-run]" : "tuning", s->ksm.value[KSM_RUN],
                           s->ksm.value[KSM_PAGES_TO_SCAN], s->ksm.value[KSM_SLEEP_MILLISECS], saved);
 }
 
@@ -137,10 +156,11 @@ int manager_tick(Manager *m) {
         ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1));
 
         knob_plan_from_config(&m->config, &plan);
-        if (s.ksm_present)
+        if (s.ksm_present && manager_may_tune(m))
                 apply_knob_plan(m, &plan);
 
         notify_status(m);
+        manager_bus_emit_changes(m);
         return 0;
 }
 
@@ -153,7 +173,11 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 (void) sd_notify(false, "READY=1");
                 m->ready_sent = true;
         }
+        /* A time source is one-shot: it is off once dispatched, and a new
+         * time alone does not switch it back on. */
         r = sd_event_source_set_time(es, usec + m->config.interval_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
         if (r < 0)
                 return sd_event_exit(m->event, r);
         return 0;
@@ -162,7 +186,10 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
 static int on_watchdog(sd_event_source *es, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         (void) sd_notify(false, "WATCHDOG=1");
-        return sd_event_source_set_time(es, usec + m->watchdog_usec / 2);
+        int r = sd_event_source_set_time(es, usec + m->watchdog_usec / 2);
+        if (r < 0)
+                return r;
+        return sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
 }
 
 int manager_reload(Manager *m) {
@@ -257,6 +284,10 @@ int manager_startup(Manager *m) {
         r = sd_event_add_time_relative(m->event, &m->tick_source, CLOCK_MONOTONIC, 0, 0, on_tick, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to add tick timer: %m");
+
+        r = manager_bus_attach(m);
+        if (r < 0)
+                return r;
 
         if (sd_watchdog_enabled(false, &m->watchdog_usec) > 0) {
                 r = sd_event_add_time_relative(m->event, &m->watchdog_source, CLOCK_MONOTONIC,

@@ -9,6 +9,7 @@
 #include <netlink/genl/genl.h>
 #include <netlink/netlink.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -215,6 +216,20 @@ int probe_run(const Root *root, Probe *ret) {
         X("taskstats", taskstats)                                                     \
         X("psi_memory", psi_memory)                                                   \
         X("pidfd", pidfd)
+
+int probe_feature(const Probe *p, unsigned i, const char **ret_name, bool *ret_present) {
+#define ENTRY(name, field) { name, offsetof(Probe, field) },
+        static const struct {
+                const char *name;
+                size_t offset;
+        } features[] = { FEATURES(ENTRY) };
+#undef ENTRY
+        if (i >= ELEMENTSOF(features))
+                return -ENOENT;
+        *ret_name = features[i].name;
+        *ret_present = *(const bool *) ((const char *) p + features[i].offset);
+        return 0;
+}
 
 void probe_print(const Probe *p, FILE *f) {
         fprintf(f, "kernel: %s\n", p->kernel_release);
