@@ -1,0 +1,1048 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""ksm-tuning benchmark: ksmtuned2 against its peers, on this machine's real KSM, in one run.
+
+Scenarios (../shared/DESIGN.md section 7, issue 5):
+  S1 quiet victim: 2048 unique pages x 4 copies (32 MiB); merge time until its
+     ksm_merging_pages reaches 8192 exactly.
+  S2 contended: a separate contender (64 MiB of mergeable unique pages, 2 threads
+     looping mmap/touch/munmap of 256 MiB) beside the S1 victim.
+  S3 same process: the S1 victim region and 2 churn threads in one mm.
+  S4 fleet: 6 processes x 256 MiB, 75% identical across them (49152 shared pages
+     each, 16384 private); merge time until all 6 x 49152 pages are merging.
+  S5 idle host: one process with 64 MiB of mergeable unique pages (ksmd has
+     something to scan, nothing to gain); ksmd CPU, the daemon's CPU and RSS.
+
+Peers, each started from the same reset state (run=0, kernel defaults):
+  off         run=0: the contender's reference (S2, S3 only)
+  defaults    run=1 at the kernel defaults, 100 pages / 20 ms
+  aggressive  run=1, pages_to_scan=100000, sleep_millisecs=0
+  advisor     run=1, advisor_mode=scan-time with its default knobs
+  ksmtuned    the classic ksmtuned algorithm, from its documentation (see
+              ClassicKsmtuned)
+  ksmtuned2   build/src/ksmtuned2 with a bench configuration in a temp dir
+
+Safety: KSM is global. Every scenario runs under the KSM test lock
+(tests/lib/ksm-guard.sh's lock file), every knob is saved first and put back
+on every exit path (Ctrl-C, SIGTERM from meson's timeout, failure), every
+process started here is killed, and the lock is released between scenarios
+(each scenario compares its peers among themselves and starts from a checked
+clean state, so another test running in between cannot skew a ratio).
+
+Only the Python standard library: CI runs Debian's python3."""
+
+import argparse
+import json
+import os
+import re
+import select
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import fcntl
+
+KSM = "/sys/kernel/mm/ksm"
+PAGE = os.sysconf("SC_PAGE_SIZE")
+GIB = 1 << 30
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.environ.get("SOURCE_ROOT", os.path.dirname(os.path.dirname(HERE)))
+
+
+class Interrupted(Exception):
+    pass
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def read_str(path):
+    with open(path) as f:
+        return f.read().strip()
+
+
+def read_int(path):
+    return int(read_str(path))
+
+
+def ksm_read(name):
+    v = read_str(f"{KSM}/{name}")
+    m = re.search(r"\[([^\]]*)\]", v)  # advisor_mode reads "[none] scan-time"
+    return m.group(1) if m else v
+
+
+def ksm_write(name, value):
+    with open(f"{KSM}/{name}", "w") as f:
+        f.write(str(value))
+
+
+def ksm_counters():
+    names = ("pages_scanned", "pages_shared", "pages_sharing", "pages_unshared", "pages_volatile",
+             "full_scans", "general_profit", "ksm_zero_pages")
+    out = {}
+    for n in names:
+        try:
+            out[n] = int(ksm_read(n))
+        except (OSError, ValueError):
+            out[n] = 0
+    return out
+
+
+def meminfo_kib():
+    out = {}
+    with open("/proc/meminfo") as f:
+        for line in f:
+            k, v = line.split(":", 1)
+            out[k] = int(v.split()[0])
+    return out
+
+
+# --------------------------------------------------------------------------- guard
+
+def guard_knob_list():
+    """The knob list of tests/lib/ksm-guard.sh, in its restore order, so the
+    benchmark saves exactly what the kernel tests save."""
+    path = os.path.join(SOURCE_ROOT, "tests", "lib", "ksm-guard.sh")
+    with open(path) as f:
+        m = re.search(r'^KSM_GUARD_KNOBS="([^"]*)"', f.read(), re.M)
+    if not m:
+        raise RuntimeError(f"{path}: no KSM_GUARD_KNOBS line")
+    return m.group(1).split()
+
+
+class Guard:
+    """The ksm-guard contract in Python: the same lock file, the same knobs,
+    restored with advisor_mode off first (it makes pages_to_scan refuse
+    writes) and run last."""
+
+    def __init__(self):
+        self.knobs = guard_knob_list()
+        self.lock_path = os.environ.get("KSMTUNED2_TEST_LOCK", "/run/ksmtuned2-ksm-tests.lock")
+        self.fd = None
+        self.saved = {}
+        self.children = []  # Popen objects killed at restore
+
+    def acquire(self):
+        self.fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"waiting for the KSM test lock {self.lock_path} ...")
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+        self.saved = {}
+        for k in self.knobs:
+            try:
+                self.saved[k] = ksm_read(k)
+            except OSError:
+                pass
+        # A crashed test that wrote run=2 must not make us save it as "original".
+        if self.saved.get("run") == "2":
+            self.saved["run"] = "0"
+
+    def track(self, proc):
+        self.children.append(proc)
+
+    def untrack(self, proc):
+        if proc in self.children:
+            self.children.remove(proc)
+
+    def kill_children(self):
+        for p in self.children:
+            try:
+                p.kill()
+            except OSError:
+                pass
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.children = []
+
+    def restore(self):
+        self.kill_children()
+        if self.fd is None:
+            return
+        try:
+            ksm_write("advisor_mode", "none")
+        except OSError:
+            pass
+        for k in self.knobs:
+            if k not in self.saved:
+                continue
+            try:
+                if ksm_read(k) != self.saved[k]:
+                    ksm_write(k, self.saved[k])
+            except OSError as e:
+                log(f"warning: cannot restore {k}={self.saved[k]}: {e}")
+
+    def release(self):
+        self.restore()
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+# --------------------------------------------------------------------------- ksmd
+
+def find_ksmd():
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = read_str(f"/proc/{d}/stat")
+        except OSError:
+            continue
+        comm = stat[stat.find("(") + 1:stat.rfind(")")]
+        fields = stat[stat.rfind(")") + 2:].split()
+        if comm == "ksmd" and fields[1] == "2":  # a kernel thread: parent kthreadd
+            return int(d)
+    raise RuntimeError("no ksmd kernel thread found")
+
+
+def task_cpu_ns(pid):
+    """On-CPU time from schedstat (ns), finer than stat's clock ticks."""
+    return int(read_str(f"/proc/{pid}/schedstat").split()[0])
+
+
+def process_cpu_ns(pid):
+    """Sum over the live threads of a process."""
+    total = 0
+    for t in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(read_str(f"/proc/{pid}/task/{t}/schedstat").split()[0])
+        except OSError:
+            pass
+    return total
+
+
+def other_processes_with_ksm_pages(own):
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) in own:
+            continue
+        try:
+            if int(read_str(f"/proc/{d}/ksm_merging_pages")) > 0:
+                found.append(int(d))
+        except (OSError, ValueError):
+            pass
+    return found
+
+
+class Sampler(threading.Thread):
+    """~100 Hz: ksmd's state and wchan (blocked fraction), the victims' summed
+    ksm_merging_pages (exact merge time), and every 0.5 s pages_sharing
+    (savings over time). /proc/PID/ksm_merging_pages reads a counter in the
+    mm and takes no mmap_lock, so it never stalls behind the churn threads."""
+
+    def __init__(self, ksmd, victims, expected, period=0.01):
+        super().__init__(daemon=True)
+        self.ksmd = ksmd
+        self.victims = victims
+        self.expected = expected
+        self.period = period
+        self.stop_ev = threading.Event()
+        self.t_start = None
+        self.t_ready = None  # set by the runner when every victim is ready
+        self.merged_at = None
+        self.merging = 0
+        self.samples = 0
+        self.d_lock = 0   # D with wchan ksm_scan_thread: the inlined mmap_lock wait (6.18)
+        self.d_other = 0  # other D, e.g. __flush_work from lru_add_drain_all
+        self.running = 0
+        self.series = []  # (t - t_start, pages_sharing)
+        self.base_sharing = 0
+
+    def run(self):
+        stat_path = f"/proc/{self.ksmd}/stat"
+        wchan_path = f"/proc/{self.ksmd}/wchan"
+        next_series = 0.0
+        while not self.stop_ev.is_set():
+            now = time.monotonic()
+            try:
+                st = read_str(stat_path)
+                state = st[st.rfind(")") + 2]
+                self.samples += 1
+                if state == "D":
+                    if read_str(wchan_path) == "ksm_scan_thread":
+                        self.d_lock += 1
+                    else:
+                        self.d_other += 1
+                elif state == "R":
+                    self.running += 1
+            except OSError:
+                pass
+            if self.victims and self.merged_at is None:
+                total = 0
+                for pid in self.victims:
+                    try:
+                        total += read_int(f"/proc/{pid}/ksm_merging_pages")
+                    except (OSError, ValueError):
+                        pass
+                self.merging = total
+                if self.expected and total >= self.expected and self.t_ready is not None:
+                    self.merged_at = now
+            if now - self.t_start >= next_series:
+                try:
+                    self.series.append((round(now - self.t_start, 2),
+                                        int(ksm_read("pages_sharing")) - self.base_sharing))
+                except (OSError, ValueError):
+                    pass
+                next_series += 0.5
+            self.stop_ev.wait(self.period)
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join()
+
+
+# --------------------------------------------------------------------------- workloads
+
+class Workload:
+    """tests/helpers/ksm-workload: prints "ready PID ADDR", exits on stdin EOF,
+    so it also goes away if this harness dies."""
+
+    def __init__(self, guard, binary, args, name):
+        self.name = name
+        self.proc = subprocess.Popen([binary] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     bufsize=0)
+        guard.track(self.proc)
+        self.guard = guard
+        line = self._readline(60)
+        m = re.match(r"ready (\d+) ", line or "")
+        if not m:
+            self.stop()
+            raise RuntimeError(f"workload {name} ({' '.join(args)}) did not get ready: {line!r}")
+        self.pid = int(m.group(1))
+
+    def _readline(self, timeout):
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while not buf.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([self.proc.stdout], [], [], left)
+            if not r:
+                return None
+            c = os.read(self.proc.stdout.fileno(), 1)
+            if not c:
+                return None
+            buf += c
+        return buf.decode().strip()
+
+    def command(self, cmd, want_reply=False):
+        self.proc.stdin.write((cmd + "\n").encode())
+        self.proc.stdin.flush()
+        if want_reply:
+            return self._readline(30)
+        return None
+
+    def churn_stats(self):
+        line = self.command("stats", want_reply=True)
+        if not line or not line.startswith("stats "):
+            raise RuntimeError(f"workload {self.name}: bad stats reply {line!r}")
+        kv = dict(x.split("=") for x in line.split()[1:])
+        ops = int(kv["ops"])
+        secs = int(kv["elapsed_usec"]) / 1e6
+        return {"ops_per_s": ops / secs if secs > 0 else 0.0, "p99_us": float(kv["p99_usec"]),
+                "p50_us": float(kv["p50_usec"]), "ops": ops}
+
+    def stop(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.guard.untrack(self.proc)
+
+
+# --------------------------------------------------------------------------- peers
+
+class Peer:
+    name = "?"
+    scenarios = ("S1", "S2", "S3", "S4", "S5")
+
+    def start(self, ctx):
+        pass
+
+    def stop(self):
+        pass
+
+    def own_pids(self):
+        return []
+
+
+class Off(Peer):
+    name = "off"
+    scenarios = ("S2", "S3")
+
+
+class Fixed(Peer):
+    def __init__(self, name, pages, sleep_ms):
+        self.name = name
+        self.pages = pages
+        self.sleep_ms = sleep_ms
+
+    def start(self, ctx):
+        ksm_write("pages_to_scan", self.pages)
+        ksm_write("sleep_millisecs", self.sleep_ms)
+        ksm_write("run", 1)
+
+
+class Advisor(Peer):
+    name = "advisor"
+
+    def start(self, ctx):
+        # Its own defaults: the guard saved them and reset_ksm() puts them back.
+        ksm_write("advisor_mode", "scan-time")
+        ksm_write("run", 1)
+
+
+class ClassicKsmtuned(Peer):
+    """The classic ksmtuned algorithm, from its documented behaviour (ksmtuned.conf
+    as shipped and the RHEL virtualization tuning guide, "The KSM Tuning
+    Service"), not from its code:
+      - every KSM_MONITOR_INTERVAL=60 s it looks at free memory; thres is
+        KSM_THRES_COEF=20 % of MemTotal, at least KSM_THRES_CONST=2048 KiB;
+      - KSM is stopped (run=0) while free memory is above thres and the memory
+        committed to qemu processes plus thres stays below MemTotal;
+      - otherwise KSM runs and npages moves by KSM_NPAGES_BOOST=+300 when free
+        memory is below thres, by KSM_NPAGES_DECAY=-50 otherwise, within
+        [KSM_NPAGES_MIN=64, KSM_NPAGES_MAX=1250], starting from 0;
+      - sleep_millisecs is KSM_SLEEP_MSEC=10 scaled to a 16 GiB server
+        (10 * 16 GiB / MemTotal), at least 10.
+    "Free" is MemFree + Buffers + Cached, as ksmtuned counts it; committed is
+    the VSZ of qemu processes (none in this benchmark)."""
+    name = "ksmtuned"
+    interval_s = 60
+
+    def start(self, ctx):
+        self.stop_ev = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+        self.decisions = []
+        self.thread.start()
+
+    def _committed_kib(self):
+        total = 0
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                comm = read_str(f"/proc/{d}/comm")
+                if comm == "qemu-kvm" or comm.startswith("qemu-system"):
+                    for line in open(f"/proc/{d}/status"):
+                        if line.startswith("VmSize:"):
+                            total += int(line.split()[1])
+            except OSError:
+                pass
+        return total
+
+    def _loop(self):
+        mi = meminfo_kib()
+        total = mi["MemTotal"]
+        thres = max(total * 20 // 100, 2048)
+        sleep_ms = max(10 * 16 * 1024 * 1024 // total, 10)
+        npages = 0
+        while True:
+            mi = meminfo_kib()
+            free = mi.get("MemFree", 0) + mi.get("Buffers", 0) + mi.get("Cached", 0)
+            committed = self._committed_kib()
+            try:
+                if committed + thres < total and free > thres:
+                    ksm_write("run", 0)
+                    self.decisions.append(f"stop (free {free * 100 // total}% > 20%)")
+                else:
+                    npages += 300 if free < thres else -50
+                    npages = min(max(npages, 64), 1250)
+                    ksm_write("pages_to_scan", npages)
+                    ksm_write("sleep_millisecs", sleep_ms)
+                    ksm_write("run", 1)
+                    self.decisions.append(f"run npages={npages} sleep={sleep_ms}")
+            except OSError as e:
+                log(f"ksmtuned peer: {e}")
+            if self.stop_ev.wait(self.interval_s):
+                return
+
+    def stop(self):
+        self.stop_ev.set()
+        self.thread.join()
+
+
+class Ksmtuned2(Peer):
+    """The daemon with a bench configuration: its own RuntimeDirectory and an
+    empty PolicyDirectories in a temp dir, so it enables merging for nobody
+    on this shared machine; the workloads mark their own memory. Extra
+    configuration (e.g. controller keys being tuned) is appended from
+    --ksmtuned2-conf."""
+    name = "ksmtuned2"
+
+    def __init__(self, binary, extra_conf, outdir):
+        self.binary = binary
+        self.extra_conf = extra_conf
+        self.outdir = outdir
+        self.proc = None
+        self.count = 0
+
+    def start(self, ctx):
+        self.count += 1
+        self.dir = tempfile.mkdtemp(prefix="ksmtuned2-bench-")
+        os.makedirs(f"{self.dir}/run")
+        os.makedirs(f"{self.dir}/policy.d")
+        conf = f"{self.dir}/ksmtuned2.conf"
+        with open(conf, "w") as f:
+            f.write("[Daemon]\n")
+            f.write(f"RuntimeDirectory={self.dir}/run\n")
+            f.write(f"PolicyDirectories={self.dir}/policy.d\n")
+            if self.extra_conf:
+                f.write("\n" + open(self.extra_conf).read())
+        self.logpath = os.path.join(self.outdir, f"ksmtuned2-{ctx['scenario']}-{ctx['repeat']}.log")
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        notify_path = f"{self.dir}/notify"
+        notify.bind(notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+        logf = open(self.logpath, "w")
+        self.proc = subprocess.Popen([self.binary, "--config", conf], stdin=subprocess.DEVNULL, stdout=logf,
+                                     stderr=subprocess.STDOUT, env=env)
+        ctx["guard"].track(self.proc)
+        logf.close()
+        deadline = time.monotonic() + 15
+        ready = False
+        while time.monotonic() < deadline and not ready:
+            r, _, _ = select.select([notify], [], [], 0.2)
+            if r:
+                msg = notify.recv(4096).decode(errors="replace")
+                ready = "READY=1" in msg.split("\n")
+            if self.proc.poll() is not None:
+                break
+        notify.close()
+        if not ready:
+            rc = self.proc.poll()
+            self.stop()
+            raise RuntimeError(f"ksmtuned2 did not report READY=1 (exit status {rc}); log: {self.logpath}")
+
+    def own_pids(self):
+        return [self.proc.pid] if self.proc else []
+
+    def stop(self):
+        if not self.proc:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                log(f"ksmtuned2 ignored SIGTERM for 15 s, killing it (log: {self.logpath})")
+                self.proc.kill()
+                self.proc.wait()
+        if self.proc.returncode not in (0, None):
+            log(f"warning: ksmtuned2 exited with status {self.proc.returncode} (log: {self.logpath})")
+        self.proc = None
+        subprocess.run(["rm", "-rf", self.dir])
+
+
+# --------------------------------------------------------------------------- scenarios
+
+VICTIM = ["--unique", "2048", "--copies", "4"]
+CHURN = ["--churn-threads", "2", "--churn-mib", "256"]
+SCENARIOS = {
+    "S1": {"title": "S1 quiet victim (2048 unique pages x 4)",
+           "victims": [VICTIM + ["--seed", "11"]], "expected": 8192},
+    "S2": {"title": "S2 contended (separate contender: 64 MiB unique, 2 threads mmap/munmap 256 MiB)",
+           "contender": ["--unique", "16384", "--copies", "1", "--seed", "21"] + CHURN,
+           "victims": [VICTIM + ["--seed", "12"]], "expected": 8192},
+    "S3": {"title": "S3 same process (victim region + 2 churn threads in one mm)",
+           "victims": [VICTIM + ["--seed", "13"] + CHURN], "expected": 8192, "churn_in_victim": True},
+    "S4": {"title": "S4 fleet (6 x 256 MiB, 75% identical across them)",
+           "victims": [["--unique", "49152", "--copies", "1", "--private", "16384", "--seed", "14"]] * 6,
+           "expected": 6 * 49152},
+    "S5": {"title": "S5 idle host (64 MiB mergeable unique pages: nothing to merge)",
+           "victims": [["--unique", "16384", "--copies", "1", "--seed", "15"]], "expected": None},
+}
+
+
+def reset_ksm(guard, own_pids):
+    """Back to the state every peer starts from: run=0, kernel defaults, the
+    advisor off with the knobs saved at the lock. A workload that exited
+    while run=0 leaves its rmap items, and the counters, behind until ksmd
+    next visits its mm slot (seen on 6.18: pages_shared 2048 / sharing 6144
+    with no process left having KSM pages), so the next peer's pages_sharing
+    delta would be off by the stale pages. We let ksmd at the kernel
+    defaults walk once to drop them, never run=2: that would unmerge every
+    process on the host, and here it is not needed."""
+    ksm_write("advisor_mode", "none")
+    ksm_write("run", 0)
+    for k in ("advisor_max_cpu", "advisor_min_pages_to_scan", "advisor_max_pages_to_scan",
+              "advisor_target_scan_time"):
+        if k in guard.saved and ksm_read(k) != guard.saved[k]:
+            ksm_write(k, guard.saved[k])
+    ksm_write("pages_to_scan", 100)
+    ksm_write("sleep_millisecs", 20)
+
+    c = ksm_counters()
+    stale = c["pages_shared"] or c["pages_sharing"] or c["pages_unshared"] or c["general_profit"] < 0
+    if not stale:
+        return
+    others = other_processes_with_ksm_pages(own_pids)
+    if others:
+        log(f"note: processes {others[:5]} have KSM pages; counters are used as deltas")
+        return
+    # ksmd drops an exited mm's rmap items when its cursor reaches the slot;
+    # with no live mergeable mm left it then goes to sleep without counting
+    # a full scan, so wait for the counters, not for full_scans.
+    ksm_write("run", 1)
+    deadline = time.monotonic() + 15
+    try:
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            c = ksm_counters()
+            if not (c["pages_shared"] or c["pages_sharing"] or c["pages_unshared"]) and c["general_profit"] >= 0:
+                return
+        log(f"warning: KSM counters not back to zero after cleanup: {c}")
+    finally:
+        ksm_write("run", 0)
+
+
+def run_once(args, guard, scn_name, peer, repeat, ksmd):
+    scn = SCENARIOS[scn_name]
+    result = {"scenario": scn_name, "peer": peer.name, "repeat": repeat}
+    ctx = {"guard": guard, "scenario": scn_name, "repeat": repeat}
+    workloads = []
+    sampler = None
+    try:
+        reset_ksm(guard, set(peer.own_pids()))
+        peer.start(ctx)
+        contender = None
+        if "contender" in scn:
+            contender = Workload(guard, args.workload, scn["contender"], "contender")
+            workloads.append(contender)
+        # Let the peer settle (a daemon's first ticks, ksmd meeting the
+        # contender) before the scenario's memory appears.
+        time.sleep(args.settle)
+
+        c0 = ksm_counters()
+        cpu0 = task_cpu_ns(ksmd)
+        daemon_pid = (peer.own_pids() or [None])[0]
+        dcpu0 = process_cpu_ns(daemon_pid) if daemon_pid else None
+        sampler = Sampler(ksmd, [], scn["expected"])
+        sampler.base_sharing = c0["pages_sharing"]
+        t_start = time.monotonic()
+        sampler.t_start = t_start
+        sampler.start()
+        if contender:
+            contender.command("reset")
+        victims = []
+        for i, vargs in enumerate(scn["victims"]):
+            w = Workload(guard, args.workload, vargs, f"victim{i}")
+            workloads.append(w)
+            victims.append(w)
+        if scn.get("churn_in_victim"):
+            victims[0].command("reset")
+            contender = victims[0]
+        t_ready = time.monotonic()
+        sampler.victims = [w.pid for w in victims]
+        sampler.t_ready = t_ready
+
+        merge_s = None
+        if scn["expected"] and not isinstance(peer, Off):
+            deadline = t_ready + args.timeout
+            while time.monotonic() < deadline and sampler.merged_at is None:
+                time.sleep(0.02)
+            if sampler.merged_at is not None:
+                merge_s = sampler.merged_at - t_ready
+        t_tail = time.monotonic()
+        tail_cpu0 = task_cpu_ns(ksmd)
+        # The idle tail: after merging (or for the peers that merge nothing, a
+        # window of the same length). A timed-out run has no tail: its window
+        # is the whole timeout already.
+        if merge_s is not None or isinstance(peer, Off) or not scn["expected"]:
+            time.sleep(args.tail)
+        t_end = time.monotonic()
+        cpu1 = task_cpu_ns(ksmd)
+        c1 = ksm_counters()
+        sampler.stop()
+
+        window = t_end - t_start
+        cpu_s = (cpu1 - cpu0) / 1e9
+        scanned = c1["pages_scanned"] - c0["pages_scanned"]
+        saved = (c1["pages_sharing"] - c0["pages_sharing"]) * PAGE
+        result.update({
+            "merge_s": merge_s,
+            "timed_out": bool(scn["expected"]) and merge_s is None and not isinstance(peer, Off),
+            "merging_reached": sampler.merging,
+            "expected": scn["expected"],
+            "window_s": window,
+            "ksmd_cpu_s": cpu_s,
+            "ksmd_cpu_pct": 100.0 * cpu_s / window if window > 0 else 0.0,
+            "tail_cpu_pct": (100.0 * (cpu1 - tail_cpu0) / 1e9 / (t_end - t_tail)) if t_end - t_tail > 1 else None,
+            "pages_scanned": scanned,
+            "us_per_page": (cpu_s * 1e6 / scanned) if scanned else None,
+            "blocked_pct": 100.0 * sampler.d_lock / sampler.samples if sampler.samples else None,
+            "d_other_pct": 100.0 * sampler.d_other / sampler.samples if sampler.samples else None,
+            "saved_bytes": saved,
+            "cpu_per_gib": (cpu_s / (saved / GIB)) if saved > 0 else None,
+            "full_scans": c1["full_scans"] - c0["full_scans"],
+            "sharing_series": sampler.series,
+        })
+        if contender:
+            result.update({"contender": contender.churn_stats()})
+        if daemon_pid:
+            dcpu1 = process_cpu_ns(daemon_pid)
+            status = {l.split(":")[0]: l.split(":")[1].strip() for l in open(f"/proc/{daemon_pid}/status")}
+            result.update({
+                "daemon_cpu_pct": 100.0 * (dcpu1 - dcpu0) / 1e9 / window,
+                "daemon_rss_mib": int(status["VmRSS"].split()[0]) / 1024,
+                "daemon_hwm_mib": int(status["VmHWM"].split()[0]) / 1024,
+            })
+        if isinstance(peer, ClassicKsmtuned):
+            result["decisions"] = peer.decisions
+    finally:
+        if sampler and sampler.is_alive():
+            sampler.stop()
+        try:
+            peer.stop()
+        finally:
+            for w in workloads:
+                w.stop()
+            # ksmd must not stay at the peer's rate while the next peer starts.
+            ksm_write("advisor_mode", "none")
+            ksm_write("run", 0)
+    return result
+
+
+# --------------------------------------------------------------------------- report
+
+def med(values):
+    v = [x for x in values if x is not None]
+    return statistics.median(v) if v else None
+
+
+def fmt(v, spec="{:.2f}"):
+    return "-" if v is None else spec.format(v)
+
+
+def spread(values, spec):
+    v = [x for x in values if x is not None]
+    if len(v) < 2:
+        return ""
+    return "[" + spec.format(min(v)) + ".." + spec.format(max(v)) + "]"
+
+
+def merge_cell(runs, timeout):
+    times = [r["merge_s"] for r in runs]
+    if all(t is None for t in times):
+        return f">{timeout:.0f}s"
+    done = [t for t in times if t is not None]
+    cell = f"{statistics.median(done):.2f}s"
+    if len(done) > 1:
+        cell += f" [{min(done):.2f}..{max(done):.2f}]"
+    if len(done) < len(times):
+        cell += f" ({len(times) - len(done)}x >{timeout:.0f}s)"
+    return cell
+
+
+def merge_median(runs):
+    """Median merge time with timeouts as infinity (they are slower than anything)."""
+    return statistics.median([r["merge_s"] if r["merge_s"] is not None else float("inf") for r in runs])
+
+
+COLUMNS = [
+    # (header, key or function, format, width)
+    ("ksmd cpu s", lambda r: r["ksmd_cpu_s"], "{:.2f}"),
+    ("tail cpu%", lambda r: r["tail_cpu_pct"], "{:.2f}"),
+    ("us/page", lambda r: r["us_per_page"], "{:.2f}"),
+    ("blocked%", lambda r: r["blocked_pct"], "{:.1f}"),
+    ("saved MiB", lambda r: r["saved_bytes"] / (1 << 20), "{:.0f}"),
+    ("cpu s/GiB", lambda r: r["cpu_per_gib"], "{:.2f}"),
+    ("cont kops/s", lambda r: r["contender"]["ops_per_s"] / 1000 if "contender" in r else None, "{:.1f}"),
+    ("cont p99 us", lambda r: r["contender"]["p99_us"] if "contender" in r else None, "{:.0f}"),
+    ("daemon cpu%", lambda r: r.get("daemon_cpu_pct"), "{:.3f}"),
+    ("daemon MiB", lambda r: r.get("daemon_rss_mib"), "{:.1f}"),
+]
+
+
+def metric(runs, fn):
+    return med([fn(r) for r in runs])
+
+
+def print_table(scn_name, by_peer, timeout, out):
+    print(f"\n== {SCENARIOS[scn_name]['title']}", file=out)
+    cols = [("peer", None, None), ("merge time", None, None)] + COLUMNS
+    # Drop columns that are empty for every peer of this scenario.
+    present = []
+    for c in COLUMNS:
+        if any(c[1](r) is not None for runs in by_peer.values() for r in runs):
+            present.append(c)
+    rows = [["peer", "merge time"] + [c[0] for c in present]]
+    for peer, runs in by_peer.items():
+        row = [f"{peer} (n={len(runs)})", merge_cell(runs, timeout) if SCENARIOS[scn_name]["expected"] and peer != "off" else "-"]
+        for c in present:
+            vals = [c[1](r) for r in runs]
+            cell = fmt(med(vals), c[2])
+            s = spread(vals, c[2])
+            if s:
+                cell += " " + s
+            row.append(cell)
+        rows.append(row)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  " + "  ".join(x.ljust(w) for x, w in zip(r, widths)), file=out)
+    if scn_name == "S4":
+        for peer, runs in by_peer.items():
+            series = runs[0]["sharing_series"]
+            pts = []
+            for mark in (2, 5, 10, 30, 60, 120):
+                got = [s for t, s in series if t <= mark]
+                if got and series[-1][0] >= mark - 0.5:
+                    pts.append(f"{mark}s:{got[-1] * PAGE / (1 << 20):.0f}")
+            print(f"  savings over time, {peer} (MiB saved at t): {' '.join(pts)}", file=out)
+    for peer, runs in by_peer.items():
+        for r in runs:
+            if r.get("decisions"):
+                print(f"  ksmtuned decisions (run {r['repeat']}): {'; '.join(r['decisions'])}", file=out)
+                break
+
+
+def fmt_s(v):
+    return ">timeout" if v == float("inf") else f"{v:.2f}s"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0 or a == float("inf") or b == float("inf"):
+        return None
+    return a / b
+
+
+def print_ratios(scn_name, by_peer, out):
+    me = by_peer.get("ksmtuned2")
+    if not me:
+        return
+    parts = []
+    for peer, runs in by_peer.items():
+        if peer == "ksmtuned2":
+            continue
+        items = []
+        if SCENARIOS[scn_name]["expected"] and peer != "off":
+            a, b = merge_median(me), merge_median(runs)
+            r = ratio(a, b)
+            items.append("merge " + (f"{r:.2f}x" if r is not None else
+                                     ("never vs never" if a == b == float("inf") else
+                                      ("peer never" if b == float("inf") else "ksmtuned2 never"))))
+        for label, fn in (("cpu", lambda r: r["ksmd_cpu_s"]), ("cpu/GiB", lambda r: r["cpu_per_gib"]),
+                          ("tail cpu", lambda r: r["tail_cpu_pct"]),
+                          ("cont thr", lambda r: r["contender"]["ops_per_s"] if "contender" in r else None),
+                          ("cont p99", lambda r: r["contender"]["p99_us"] if "contender" in r else None)):
+            r = ratio(metric(me, fn), metric(runs, fn))
+            if r is not None:
+                items.append(f"{label} {r:.2f}x")
+        if items:
+            parts.append(f"  ksmtuned2 / {peer}: " + ", ".join(items))
+    if parts:
+        print("ratios (median ksmtuned2 / median peer):", file=out)
+        for p in parts:
+            print(p, file=out)
+
+
+def check_targets(results, out):
+    """The targets of issue 5, each a ratio measured in this run."""
+    lines = []
+
+    def verdict(name, ok, detail):
+        lines.append(("PASS" if ok else ("FAIL" if ok is not None else "N/A "), name, detail))
+
+    def runs(s, p):
+        return results.get(s, {}).get(p)
+
+    for s in ("S1", "S2", "S3", "S4"):
+        me, ag = runs(s, "ksmtuned2"), runs(s, "aggressive")
+        if not me or not ag:
+            continue
+        m, a = merge_median(me), merge_median(ag)
+        bound = max(2 * a, a + 1)
+        verdict(f"{s} merge time <= max(2x aggressive, aggressive + 1 s)",
+                m <= bound if a != float("inf") else None, f"{fmt_s(m)} vs bound {fmt_s(bound)}")
+        if s in ("S1", "S4"):
+            cm, ca = metric(me, lambda r: r["ksmd_cpu_s"]), metric(ag, lambda r: r["ksmd_cpu_s"])
+            verdict(f"{s} ksmd CPU incl. tail <= 0.15x aggressive", cm <= 0.15 * ca,
+                    f"{cm:.2f}s vs {0.15 * ca:.2f}s (aggressive {ca:.2f}s)")
+        if s == "S4":
+            gm, ga = metric(me, lambda r: r["cpu_per_gib"]), metric(ag, lambda r: r["cpu_per_gib"])
+            verdict("S4 CPU-s per GiB saved <= 0.25x aggressive",
+                    (gm is not None and ga is not None and gm <= 0.25 * ga) if ga is not None else None,
+                    f"{fmt(gm)} vs {fmt(ga and 0.25 * ga)} (aggressive {fmt(ga)})")
+        if s in ("S2", "S3"):
+            off = runs(s, "off")
+            if off:
+                tm = metric(me, lambda r: r["contender"]["ops_per_s"])
+                to = metric(off, lambda r: r["contender"]["ops_per_s"])
+                verdict(f"{s} contender throughput >= 0.9x KSM off", tm >= 0.9 * to,
+                        f"{tm / to:.2f}x ({tm:.0f} vs {to:.0f} ops/s)")
+                pm = metric(me, lambda r: r["contender"]["p99_us"])
+                po = metric(off, lambda r: r["contender"]["p99_us"])
+                verdict(f"{s} contender p99 <= 1.2x KSM off", pm <= 1.2 * po,
+                        f"{pm / po:.2f}x ({pm:.0f} vs {po:.0f} us)")
+        de = runs(s, "defaults")
+        if de:
+            tm = metric(me, lambda r: r["tail_cpu_pct"])
+            td = metric(de, lambda r: r["tail_cpu_pct"])
+            verdict(f"{s} idle-tail ksmd CPU <= 2x defaults'",
+                    (tm <= 2 * td) if tm is not None and td is not None else None,
+                    f"{fmt(tm, '{:.2f}')}% vs {fmt(td, '{:.2f}')}% of a core")
+        for p in ("defaults", "advisor", "ksmtuned"):
+            pr = runs(s, p)
+            if pr:
+                pm = merge_median(pr)
+                verdict(f"{s} merge faster than {p}", m < pm,
+                        f"{fmt_s(m)} vs {fmt_s(pm)}")
+    me = runs("S5", "ksmtuned2")
+    if me:
+        c = metric(me, lambda r: r.get("daemon_cpu_pct"))
+        rss = max(r.get("daemon_hwm_mib") or 0 for r in me)
+        verdict("S5 daemon CPU <= 0.5% of one core", c is not None and c <= 0.5, f"{fmt(c, '{:.3f}')}%")
+        verdict("S5 daemon RSS <= 16 MiB", rss <= 16, f"peak {rss:.1f} MiB")
+    if lines:
+        print("\ntargets (issue 5):", file=out)
+        for v, name, detail in lines:
+            print(f"  {v}  {name}: {detail}", file=out)
+        passed = sum(1 for v, _, _ in lines if v == "PASS")
+        print(f"  {passed}/{len(lines)} targets pass", file=out)
+
+
+# --------------------------------------------------------------------------- main
+
+def main():
+    ap = argparse.ArgumentParser(description="ksmtuned2 against its peers on this machine's real KSM.")
+    ap.add_argument("--quick", action="store_true",
+                    help="1 repeat, S1+S2+S5, 5 s tail, 60 s timeout, without classic ksmtuned")
+    ap.add_argument("--scenarios", default=None, help="comma-separated, default S1,S2,S3,S4,S5")
+    ap.add_argument("--peers", default=None,
+                    help="comma-separated among off,defaults,aggressive,advisor,ksmtuned,ksmtuned2")
+    ap.add_argument("--repeats", type=int, default=None, help="runs per peer and scenario (default 3)")
+    ap.add_argument("--timeout", type=float, default=None, help="merge timeout per run, s (default 120)")
+    ap.add_argument("--tail", type=float, default=None, help="idle tail after merging, s (default 20)")
+    ap.add_argument("--settle", type=float, default=2.0, help="peer start to scenario start, s (default 2)")
+    ap.add_argument("--repeat-timeouts", action="store_true",
+                    help="repeat a peer whose first run timed out (by default it is run once: each costs "
+                         "the full timeout and ends the same way)")
+    ap.add_argument("--ksmtuned2", default=os.environ.get("KSMTUNED2",
+                                                         os.path.join(SOURCE_ROOT, "build", "src", "ksmtuned2")))
+    ap.add_argument("--ksmtuned2-conf", default=None, help="extra configuration appended to the bench config")
+    ap.add_argument("--workload", default=os.environ.get("KSM_WORKLOAD", os.path.join(
+        SOURCE_ROOT, "build", "tests", "helpers", "ksm-workload")))
+    ap.add_argument("--output", default=None, help="directory for results.json and daemon logs")
+    args = ap.parse_args()
+
+    quick = args.quick
+    scenarios = (args.scenarios or ("S1,S2,S5" if quick else "S1,S2,S3,S4,S5")).split(",")
+    peer_names = (args.peers or ("off,defaults,aggressive,advisor,ksmtuned2" if quick else
+                                 "off,defaults,aggressive,advisor,ksmtuned,ksmtuned2")).split(",")
+    args.repeats = args.repeats or (1 if quick else 3)
+    args.timeout = args.timeout or (60.0 if quick else 120.0)
+    args.tail = args.tail if args.tail is not None else (5.0 if quick else 20.0)
+    for s in scenarios:
+        if s not in SCENARIOS:
+            ap.error(f"unknown scenario {s}")
+
+    if os.geteuid() != 0 or not os.access(f"{KSM}/run", os.W_OK):
+        log("SKIP: the benchmark needs root and a writable /sys/kernel/mm/ksm")
+        return 77
+    for b in (args.workload, args.ksmtuned2):
+        if not os.access(b, os.X_OK):
+            log(f"missing {b}: build first (.ci/build)")
+            return 1
+
+    outdir = args.output or tempfile.mkdtemp(prefix="ksm-tuning-bench-")
+    os.makedirs(outdir, exist_ok=True)
+    peers = []
+    for n in peer_names:
+        if n == "off":
+            peers.append(Off())
+        elif n == "defaults":
+            peers.append(Fixed("defaults", 100, 20))
+        elif n == "aggressive":
+            peers.append(Fixed("aggressive", 100000, 0))
+        elif n == "advisor":
+            peers.append(Advisor())
+        elif n == "ksmtuned":
+            peers.append(ClassicKsmtuned())
+        elif n == "ksmtuned2":
+            peers.append(Ksmtuned2(args.ksmtuned2, args.ksmtuned2_conf, outdir))
+        else:
+            ap.error(f"unknown peer {n}")
+
+    guard = Guard()
+
+    def on_signal(sig, frame):
+        raise Interrupted(signal.Signals(sig).name)
+
+    for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(s, on_signal)
+
+    ksmd = find_ksmd()
+    t_begin = time.monotonic()
+    results = {}
+    all_runs = []
+    status = 0
+    out = sys.stdout
+    print(f"ksm-tuning benchmark: scenarios {','.join(scenarios)}, peers {','.join(peer_names)}, "
+          f"{args.repeats} repeat(s), timeout {args.timeout:.0f}s, tail {args.tail:.0f}s; "
+          f"kernel {os.uname().release}, {os.cpu_count()} CPUs, "
+          f"{meminfo_kib()['MemTotal'] // 1024 // 1024} GiB", file=out, flush=True)
+    try:
+        for s in scenarios:
+            guard.acquire()
+            try:
+                by_peer = {}
+                skip = set()
+                for rep in range(1, args.repeats + 1):
+                    # Peers interleaved within a repeat, so a change in the
+                    # machine's load hits every peer alike.
+                    for p in peers:
+                        if s not in p.scenarios or p.name in skip:
+                            continue
+                        t0 = time.monotonic()
+                        try:
+                            r = run_once(args, guard, s, p, rep, ksmd)
+                        except RuntimeError as e:
+                            log(f"{s} {p.name} run {rep}: FAILED: {e}")
+                            status = 1
+                            continue
+                        by_peer.setdefault(p.name, []).append(r)
+                        all_runs.append(r)
+                        merge = (f"{r['merge_s']:.2f}s" if r["merge_s"] is not None else
+                                 (f">{args.timeout:.0f}s (merging {r['merging_reached']}/{r['expected']})"
+                                  if r["timed_out"] else "-"))
+                        log(f"{s} {p.name:10s} run {rep}: merge {merge}, ksmd {r['ksmd_cpu_s']:.2f} cpu-s "
+                            f"({time.monotonic() - t0:.0f}s)")
+                        if r["timed_out"] and not args.repeat_timeouts:
+                            skip.add(p.name)
+                results[s] = by_peer
+            finally:
+                guard.release()
+            print_table(s, by_peer, args.timeout, out)
+            print_ratios(s, by_peer, out)
+            out.flush()
+        check_targets(results, out)
+    except (Interrupted, KeyboardInterrupt) as e:
+        log(f"interrupted ({e}): restoring KSM")
+        status = 130
+    finally:
+        guard.release()
+        with open(os.path.join(outdir, "results.json"), "w") as f:
+            json.dump(all_runs, f, indent=1)
+        print(f"\ntotal {time.monotonic() - t_begin:.0f}s; results and daemon logs in {outdir}", file=out)
+        knobs = {k: ksm_read(k) for k in ("run", "pages_to_scan", "sleep_millisecs", "advisor_mode")}
+        print("KSM after the benchmark: " + " ".join(f"{k}={v}" for k, v in knobs.items()), file=out)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
