@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy.h"
+#include "process.h"
+
+/* Classification is pure (DESIGN.md §3): policies + the facts of one
+ * process -> its verdict. No I/O, no clock: the caller passes "now". */
+typedef struct ClassifyContext {
+        uint64_t now_boottime_usec;     /* CLOCK_BOOTTIME, the clock of start_time_usec */
+        int self_pid;                   /* the daemon itself is always left alone */
+} ClassifyContext;
+
+/* Does every [Match] key of pol hold for p? */
+bool policy_matches(const Policy *pol, const Process *p);
+
+/* The first matching policy decides; none matching leaves it alone. Kernel
+ * threads, zombies without an mm and the daemon itself are left alone
+ * before any policy is consulted. */
+void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Process *p, Verdict *ret);
+
+/* The policy that decided a verdict, or NULL. */
+const Policy *classify_find_policy(const PolicySet *set, const Verdict *v);

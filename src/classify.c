@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "classify.h"
+#include "util.h"
+
+static bool any_glob(const PolicyGlobs *g, const char *s, int flags) {
+        if (!s)
+                return false;
+        for (char **gl = g->globs; *gl; gl++)
+                if (fnmatch(*gl, s, flags) == 0)
+                        return true;
+        return false;
+}
+
+bool policy_matches(const Policy *pol, const Process *p) {
+        if (pol->match_invalid)
+                return false;
+        if (pol->cgroup.globs) {
+                bool ok = false;
+                for (char **g = pol->cgroup.globs; *g && !ok && p->cgroup; g++)
+                        ok = policy_cgroup_glob_match(*g, p->cgroup);
+                if (!ok)
+                        return false;
+        }
+        if (pol->comm.globs && !any_glob(&pol->comm, p->comm, 0))
+                return false;
+        /* '*' in Exe= may cross '/': "/usr/bin/qemu-system-*" and "*\/java" both work. */
+        if (pol->exe.globs && !any_glob(&pol->exe, p->exe, 0))
+                return false;
+        if (pol->unit.globs && !any_glob(&pol->unit, p->unit, 0))
+                return false;
+        if (pol->vm.globs && !any_glob(&pol->vm, p->vm_name, 0))
+                return false;
+        if (pol->users.n) {
+                bool ok = false;
+                for (size_t i = 0; i < pol->users.n && !ok; i++)
+                        ok = pol->users.uids[i] == p->euid;
+                if (!ok)
+                        return false;
+        }
+        return true;
+}
+
+static void set_reason(Verdict *v, const char *fmt, ...) _printf_(2, 3);
+static void set_reason(Verdict *v, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(v->reason, sizeof v->reason, fmt, ap);
+        va_end(ap);
+}
+
+void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Process *p, Verdict *ret) {
+        Verdict v = { .action = VERDICT_LEAVE_ALONE, .method = MERGE_METHOD_NONE };
+
+        if (p->kthread) {
+                set_reason(&v, "kernel thread");
+                *ret = v;
+                return;
+        }
+        if (ctx && p->pid == ctx->self_pid) {
+                set_reason(&v, "the daemon itself");
+                *ret = v;
+                return;
+        }
+        const Policy *pol = NULL;
+        for (size_t i = 0; set && i < set->n && !pol; i++)
+                if (policy_matches(&set->policies[i], p))
+                        pol = &set->policies[i];
+        if (!pol) {
+                set_reason(&v, "no policy matches");
+                *ret = v;
+                return;
+        }
+
+        strscpy(v.policy_file, sizeof v.policy_file, pol->path);
+        v.policy_line = pol->line;
+        v.method = (MergeMethod) pol->method;
+        v.always = pol->mode == POLICY_MODE_ALWAYS;
+        const char *tail = v.method == MERGE_METHOD_NONE ? " (Method=none: tuning only, never touched)" : "";
+
+        if (pol->mode == POLICY_MODE_NEVER) {
+                v.action = VERDICT_DONT_MERGE;
+                set_reason(&v, "Mode=never%s", tail);
+                *ret = v;
+                return;
+        }
+        uint64_t anon_mib = p->rss_anon_kib / 1024;
+        if (anon_mib < pol->min_anon_mib) {
+                v.action = VERDICT_WAIT;
+                set_reason(&v, "anon RSS %" PRIu64 " MiB < MinAnonMiB=%" PRIu64 "%s", anon_mib, pol->min_anon_mib, tail);
+                *ret = v;
+                return;
+        }
+        if (pol->min_age_usec > 0) {
+                uint64_t now = ctx ? ctx->now_boottime_usec : 0;
+                uint64_t age = now > p->start_time_usec ? now - p->start_time_usec : 0;
+                if (age < pol->min_age_usec) {
+                        char a[32], b[32];
+                        v.action = VERDICT_WAIT;
+                        set_reason(&v, "age %s < MinAge=%s%s", format_timespan(a, sizeof a, age),
+                                   format_timespan(b, sizeof b, pol->min_age_usec), tail);
+                        *ret = v;
+                        return;
+                }
+        }
+        v.action = VERDICT_MERGE;
+        if (pol->min_anon_mib > 0)
+                set_reason(&v, "Mode=%s, anon RSS %" PRIu64 " MiB >= MinAnonMiB=%" PRIu64 "%s",
+                           policy_mode_to_string((PolicyMode) pol->mode), anon_mib, pol->min_anon_mib, tail);
+        else
+                set_reason(&v, "Mode=%s%s", policy_mode_to_string((PolicyMode) pol->mode), tail);
+        *ret = v;
+}
+
+const Policy *classify_find_policy(const PolicySet *set, const Verdict *v) {
+        if (!v->policy_file[0])
+                return NULL;
+        for (size_t i = 0; set && i < set->n; i++)
+                if (streq(set->policies[i].path, v->policy_file))
+                        return &set->policies[i];
+        return NULL;
+}

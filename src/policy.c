@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "log.h"
+#include "policy.h"
+#include "util.h"
+
+const char *const policy_mode_names[] = { "always", "auto", "never", NULL };
+
+const char *policy_mode_to_string(PolicyMode m) {
+        return (unsigned) m < _POLICY_MODE_MAX ? policy_mode_names[m] : "?";
+}
+
+void policy_done(Policy *p) {
+        free(p->path);
+        free(p->name);
+        strv_free(p->cgroup.globs);
+        strv_free(p->comm.globs);
+        strv_free(p->exe.globs);
+        strv_free(p->unit.globs);
+        strv_free(p->vm.globs);
+        free(p->users.uids);
+        *p = (Policy) {};
+}
+
+void policy_set_done(PolicySet *s) {
+        for (size_t i = 0; i < s->n; i++)
+                policy_done(&s->policies[i]);
+        free(s->policies);
+        *s = (PolicySet) {};
+}
+
+static void policy_init(Policy *p) {
+        *p = (Policy) {
+                .line = 1,
+                .mode = POLICY_MODE_AUTO,
+                .method = MERGE_METHOD_ANY,
+        };
+}
+
+/* Parsers of the [Match] keys. A bad value poisons the policy: the base
+ * pointer of the table is the Policy itself, so the item's offset finds the
+ * list and the parser reaches match_invalid through the PolicyMatchItem. */
+typedef struct MatchData {
+        size_t invalid_offset;
+} MatchData;
+
+static const MatchData match_data = { offsetof(Policy, match_invalid) };
+
+static bool *invalid_flag(void *dst, size_t list_offset, const void *data) {
+        const MatchData *md = data;
+        return (bool *) ((char *) dst - list_offset + md->invalid_offset);
+}
+
+static int parse_globs(const ConfContext *c, const char *value, void *dst, const void *data, size_t offset) {
+        PolicyGlobs *g = dst;
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        if (isempty(value)) {
+                g->globs = strv_free(g->globs);
+                return 0;
+        }
+        r = strv_split_whitespace(value, &l);
+        if (r < 0)
+                return r;
+        for (char **s = l; *s; s++)
+                if (strlen(*s) > 4096) {
+                        *invalid_flag(dst, offset, data) = true;
+                        return conf_bad_value(c, *s, "glob too long; this policy will match nothing");
+                }
+        for (char **s = l; *s; s++) {
+                r = strv_push(&g->globs, *s);
+                if (r < 0)
+                        return r;
+                *s = NULL;
+        }
+        return 0;
+}
+
+#define GLOB_PARSER(field)                                                                            \
+        static int parse_globs_##field(const ConfContext *c, const char *value, void *dst, const void *data) { \
+                return parse_globs(c, value, dst, data, offsetof(Policy, field));                     \
+        }
+GLOB_PARSER(cgroup)
+GLOB_PARSER(comm)
+GLOB_PARSER(exe)
+GLOB_PARSER(unit)
+GLOB_PARSER(vm)
+
+static int parse_users(const ConfContext *c, const char *value, void *dst, const void *data) {
+        PolicyUsers *u = dst;
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        if (isempty(value)) {
+                u->uids = (free(u->uids), NULL);
+                u->n = 0;
+                return 0;
+        }
+        r = strv_split_whitespace(value, &l);
+        if (r < 0)
+                return r;
+        for (char **s = l; *s; s++) {
+                unsigned uid;
+                if (safe_atou(*s, &uid) < 0 || uid == (unsigned) -1) {
+                        /* Names are resolved once at load: classification is pure. */
+                        struct passwd pw, *res = NULL;
+                        char buf[4096];
+                        int k = getpwnam_r(*s, &pw, buf, sizeof buf, &res);
+                        if (k != 0 || !res) {
+                                *invalid_flag(dst, offsetof(Policy, users), data) = true;
+                                return conf_bad_value(c, *s, k ? "cannot look up user" :
+                                                      "no such user; this policy will match nothing");
+                        }
+                        uid = res->pw_uid;
+                }
+                uid_t *n = realloc(u->uids, sizeof *n * (u->n + 1));
+                if (!n)
+                        return -ENOMEM;
+                u->uids = n;
+                u->uids[u->n++] = (uid_t) uid;
+        }
+        return 0;
+}
+
+/* Up to 1 TiB of anonymous memory, and a week of age: beyond is a typo. */
+static const ConfRange anon_range = { 0, UINT64_C(1) << 20 };
+static const ConfRange age_range = { 0, 7 * 24 * 3600 * USEC_PER_SEC };
+
+#define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Policy, field), data }
+
+static const ConfItem policy_table[] = {
+        ITEM("Match", "Cgroup", parse_globs_cgroup, cgroup, &match_data),
+        ITEM("Match", "Comm", parse_globs_comm, comm, &match_data),
+        ITEM("Match", "Exe", parse_globs_exe, exe, &match_data),
+        ITEM("Match", "Unit", parse_globs_unit, unit, &match_data),
+        ITEM("Match", "VM", parse_globs_vm, vm, &match_data),
+        ITEM("Match", "User", parse_users, users, &match_data),
+        ITEM("Merge", "Mode", conf_parse_enum, mode, policy_mode_names),
+        ITEM("Merge", "Method", conf_parse_enum, method, merge_method_names),
+        ITEM("Merge", "MinAnonMiB", conf_parse_u64, min_anon_mib, &anon_range),
+        ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
+};
+
+static void *section_base(void *userdata, const char *section, unsigned line) {
+        Policy *p = userdata;
+        if (strcasecmp(section, "Match") == 0 && p->line == 1 && line > 0)
+                p->line = line;
+        return p;
+}
+
+/* An empty file or a symlink to /dev/null only masks (as in systemd). */
+static bool is_mask(const struct stat *st) {
+        return (S_ISREG(st->st_mode) && st->st_size == 0) ||
+               (S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3));
+}
+
+int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
+        _cleanup_fclose_ FILE *f = NULL;
+        struct stat st;
+        Policy p;
+        int r;
+
+        f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        if (fstat(fileno(f), &st) < 0)
+                return negative_errno();
+        policy_init(&p);
+        p.path = strdup(path);
+        const char *slash = strrchr(path, '/');
+        p.name = strdup(slash ? slash + 1 : path);
+        if (!p.path || !p.name) {
+                policy_done(&p);
+                return -ENOMEM;
+        }
+        if (is_mask(&st)) {
+                *ret = p;
+                return 1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                conf_diag_add(diag, path, 0, NULL, "not a regular file, rejected");
+                policy_done(&p);
+                return -EBADMSG;
+        }
+        ConfParseOptions opts = { .section_base = section_base, .userdata = &p };
+        r = conf_parse_file(f, path, policy_table, ELEMENTSOF(policy_table), &p, &opts, diag);
+        if (r < 0) {
+                policy_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int strv_copy(char **l, char ***ret) {
+        char **n = NULL;
+        for (char **s = l; s && *s; s++) {
+                char *d = strdup(*s);
+                if (!d || strv_push(&n, d) < 0) {
+                        free(d);
+                        strv_free(n);
+                        return -ENOMEM;
+                }
+        }
+        *ret = n;
+        return 0;
+}
+
+static int policy_copy(const Policy *src, Policy *ret) {
+        Policy p = *src;
+        p.path = strdup(src->path);
+        p.name = strdup(src->name);
+        p.cgroup.globs = p.comm.globs = p.exe.globs = p.unit.globs = p.vm.globs = NULL;
+        p.users.uids = NULL;
+        int r = 0;
+        if (!p.path || !p.name)
+                r = -ENOMEM;
+        if (r >= 0)
+                r = strv_copy(src->cgroup.globs, &p.cgroup.globs);
+        if (r >= 0)
+                r = strv_copy(src->comm.globs, &p.comm.globs);
+        if (r >= 0)
+                r = strv_copy(src->exe.globs, &p.exe.globs);
+        if (r >= 0)
+                r = strv_copy(src->unit.globs, &p.unit.globs);
+        if (r >= 0)
+                r = strv_copy(src->vm.globs, &p.vm.globs);
+        if (r >= 0 && src->users.n) {
+                p.users.uids = malloc(sizeof(uid_t) * src->users.n);
+                if (!p.users.uids)
+                        r = -ENOMEM;
+                else
+                        memcpy(p.users.uids, src->users.uids, sizeof(uid_t) * src->users.n);
+        }
+        if (r < 0) {
+                policy_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+typedef struct Found {
+        char *name;
+        char *path;
+} Found;
+
+static int found_cmp(const void *a, const void *b) {
+        return strcmp(((const Found *) a)->name, ((const Found *) b)->name);
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+        size_t l = strlen(s), n = strlen(suffix);
+        return l > n && streq(s + l - n, suffix);
+}
+
+static void found_free(Found *f, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(f[i].name);
+                free(f[i].path);
+        }
+        free(f);
+}
+
+/* Collects *.policy names over dirs; the first directory that has a name wins. */
+static int collect(char *const *dirs, Found **ret, size_t *ret_n, size_t *ret_masked) {
+        Found *f = NULL;
+        size_t n = 0, masked = 0;
+
+        for (char *const *d = dirs; d && *d; d++) {
+                DIR *dir = opendir(*d);
+                if (!dir)
+                        continue; /* a missing directory is normal */
+                for (struct dirent *de; (de = readdir(dir));) {
+                        bool dup = false;
+                        if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".policy"))
+                                continue;
+                        for (size_t i = 0; i < n && !dup; i++)
+                                dup = streq(f[i].name, de->d_name);
+                        if (dup) {
+                                masked++;
+                                continue;
+                        }
+                        Found *nf = realloc(f, sizeof *nf * (n + 1));
+                        if (!nf) {
+                                closedir(dir);
+                                found_free(f, n);
+                                return -ENOMEM;
+                        }
+                        f = nf;
+                        f[n].name = strdup(de->d_name);
+                        f[n].path = NULL;
+                        if (!f[n].name || asprintf(&f[n].path, "%s/%s", *d, de->d_name) < 0) {
+                                free(f[n].name);
+                                closedir(dir);
+                                found_free(f, n);
+                                return -ENOMEM;
+                        }
+                        n++;
+                }
+                closedir(dir);
+        }
+        if (n > 0)
+                qsort(f, n, sizeof *f, found_cmp);
+        *ret = f;
+        *ret_n = n;
+        *ret_masked = masked;
+        return 0;
+}
+
+static const Policy *find_previous(const PolicySet *prev, const char *path) {
+        for (size_t i = 0; prev && i < prev->n; i++)
+                if (streq(prev->policies[i].path, path))
+                        return &prev->policies[i];
+        return NULL;
+}
+
+int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret, ConfDiag *diag) {
+        PolicySet s = {};
+        Found *found = NULL;
+        size_t n_found = 0;
+        int r;
+
+        r = collect(dirs, &found, &n_found, &s.n_masked);
+        if (r < 0)
+                return r;
+        s.policies = calloc(MAX(n_found, 1), sizeof *s.policies);
+        if (!s.policies) {
+                found_free(found, n_found);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_found; i++) {
+                Policy p;
+                r = policy_load_file(found[i].path, &p, diag);
+                if (r == -ENOMEM)
+                        break;
+                if (r == 1) { /* mask only */
+                        policy_done(&p);
+                        s.n_masked++;
+                        continue;
+                }
+                if (r >= 0) {
+                        s.policies[s.n++] = p;
+                        continue;
+                }
+                if (r != -EBADMSG)
+                        conf_diag_add(diag, found[i].path, 0, NULL, "cannot be read (%s), rejected",
+                                      strerror(-r));
+                const Policy *old = find_previous(previous, found[i].path);
+                if (old) {
+                        r = policy_copy(old, &s.policies[s.n]);
+                        if (r < 0)
+                                break;
+                        s.n++;
+                        conf_diag_add(diag, found[i].path, 0, NULL, "keeping the previous version of this policy");
+                } else
+                        s.n_rejected++;
+                r = 0;
+        }
+        found_free(found, n_found);
+        if (r == -ENOMEM) {
+                policy_set_done(&s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+bool policy_cgroup_glob_match(const char *glob, const char *path) {
+        while (*glob == '/')
+                glob++;
+        while (*path == '/')
+                path++;
+        /* Try the path itself, then each ancestor: a VM's processes live in
+         * children of its scope (libvirt/emulator, libvirt/vcpu0). */
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return false;
+        for (;;) {
+                if (fnmatch(glob, copy, FNM_PATHNAME) == 0)
+                        return true;
+                char *slash = strrchr(copy, '/');
+                if (!slash)
+                        return false;
+                *slash = 0;
+        }
+}

@@ -1,0 +1,347 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "classify.h"
+#include "fake-tree.h"
+#include "policy.h"
+#include "util.h"
+
+static FakeTree tree;
+
+static int setup(void **state) {
+        fake_tree_init(&tree);
+        return 0;
+}
+
+static int teardown(void **state) {
+        fake_tree_done(&tree);
+        return 0;
+}
+
+static char *path_of(const char *rel) {
+        char *p = NULL;
+        assert_true(asprintf(&p, "%s/%s", tree.path, rel) > 0);
+        return p;
+}
+
+static bool diag_has(const ConfDiag *d, const char *needle) {
+        for (size_t i = 0; i < d->n; i++)
+                if (strstr(d->lines[i], needle))
+                        return true;
+        return false;
+}
+
+static void dump(const ConfDiag *d) {
+        for (size_t i = 0; i < d->n; i++)
+                print_message("diag: %s\n", d->lines[i]);
+}
+
+static void test_parse_good(void **state) {
+        _cleanup_free_ char *p = path_of("good/50-vms.policy");
+        Policy pol;
+        ConfDiag d = {};
+
+        fake_write(&tree, "good/50-vms.policy",
+                   "# VMs\n"
+                   "\n"
+                   "[Match]\n"
+                   "Cgroup=machine.slice/machine-qemu*.scope\n"
+                   "Comm=qemu-system-* qemu-kvm\n"
+                   "Comm=kvm\n"
+                   "User=root 107\n"
+                   "[Merge]\n"
+                   "Mode=always\n"
+                   "Method=inject\n"
+                   "MinAnonMiB=64\n"
+                   "MinAge=30s\n");
+        assert_int_equal(policy_load_file(p, &pol, &d), 0);
+        dump(&d);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(pol.line, 3);
+        assert_string_equal(pol.name, "50-vms.policy");
+        assert_int_equal(strv_length(pol.cgroup.globs), 1);
+        assert_int_equal(strv_length(pol.comm.globs), 3); /* repeated key appends */
+        assert_string_equal(pol.comm.globs[2], "kvm");
+        assert_int_equal(pol.users.n, 2);
+        assert_int_equal(pol.users.uids[0], 0);
+        assert_int_equal(pol.users.uids[1], 107);
+        assert_int_equal(pol.mode, POLICY_MODE_ALWAYS);
+        assert_int_equal(pol.method, MERGE_METHOD_INJECT);
+        assert_int_equal(pol.min_anon_mib, 64);
+        assert_int_equal(pol.min_age_usec, 30 * USEC_PER_SEC);
+        assert_false(pol.match_invalid);
+        policy_done(&pol);
+        conf_diag_free(&d);
+}
+
+static void test_parse_bad_keys(void **state) {
+        _cleanup_free_ char *p = path_of("bad/10-x.policy");
+        Policy pol;
+        ConfDiag d = {};
+
+        fake_write(&tree, "bad/10-x.policy",
+                   "[Match]\n"
+                   "Comm=postgres\n"
+                   "Colour=blue\n"
+                   "[Merge]\n"
+                   "Mode=sometimes\n"
+                   "Method=telepathy\n"
+                   "MinAnonMiB=-5\n"
+                   "MinAge=soon\n"
+                   "[Extra]\n"
+                   "A=b\n");
+        assert_int_equal(policy_load_file(p, &pol, &d), 0);
+        dump(&d);
+        char want[1024];
+        snprintf(want, sizeof want, "%s:3: Colour: unknown key in [Match]", p);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:5: Mode: expected one of: always auto never", p);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:6: Method: expected one of: any madvise process_ksm inject none", p);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:7: MinAnonMiB:", p);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:8: MinAge: not a time span", p);
+        assert_true(diag_has(&d, want));
+        assert_true(diag_has(&d, "unknown section [Extra]"));
+        /* bad values were skipped: defaults stand */
+        assert_int_equal(pol.mode, POLICY_MODE_AUTO);
+        assert_int_equal(pol.method, MERGE_METHOD_ANY);
+        assert_int_equal(pol.min_anon_mib, 0);
+        assert_false(pol.match_invalid);
+        policy_done(&pol);
+        conf_diag_free(&d);
+
+        /* a bad [Match] value must not widen the match */
+        fake_write(&tree, "bad/20-user.policy", "[Match]\nUser=no-such-user-ksmtuned2\n[Merge]\nMode=always\n");
+        _cleanup_free_ char *p2 = path_of("bad/20-user.policy");
+        assert_int_equal(policy_load_file(p2, &pol, &d), 0);
+        assert_true(diag_has(&d, "20-user.policy:2: User: no such user"));
+        assert_true(pol.match_invalid);
+        Process proc = { .pid = 5, .comm = "x", .euid = 0 };
+        assert_false(policy_matches(&pol, &proc));
+        policy_done(&pol);
+        conf_diag_free(&d);
+
+        /* a syntax error rejects the whole file */
+        fake_write(&tree, "bad/30-broken.policy", "[Match]\nComm=x\n[Merge\nMode=always\n");
+        _cleanup_free_ char *p3 = path_of("bad/30-broken.policy");
+        assert_int_equal(policy_load_file(p3, &pol, &d), -EBADMSG);
+        char want3[1024];
+        snprintf(want3, sizeof want3, "%s:3: syntax error, file rejected", p3);
+        assert_true(diag_has(&d, want3));
+        conf_diag_free(&d);
+}
+
+static void test_set_masked_ordered(void **state) {
+        PolicySet s = {};
+        ConfDiag d = {};
+        _cleanup_free_ char *etc = path_of("set/etc"), *run = path_of("set/run"), *lib = path_of("set/lib");
+        char *dirs[] = { etc, run, lib, NULL };
+
+        fake_write(&tree, "set/lib/50-vms.policy", "[Match]\nComm=qemu\n[Merge]\nMode=auto\n");
+        fake_write(&tree, "set/lib/10-secrets.policy", "[Match]\nComm=ssh-agent\n[Merge]\nMode=never\n");
+        fake_write(&tree, "set/lib/60-gone.policy", "[Match]\nComm=gone\n");
+        fake_write(&tree, "set/lib/README", "not a policy");
+        fake_write(&tree, "set/run/50-vms.policy", "[Match]\nComm=qemu\n[Merge]\nMode=never\n");
+        fake_write(&tree, "set/etc/60-gone.policy", ""); /* empty: masks only */
+        fake_write(&tree, "set/etc/05-first.policy", "[Match]\nComm=first\n");
+        char dn[1024];
+        snprintf(dn, sizeof dn, "%s/set/run/70-devnull.policy", tree.path);
+        fake_write(&tree, "set/lib/70-devnull.policy", "[Match]\n");
+        assert_int_equal(symlink("/dev/null", dn), 0);
+
+        assert_int_equal(policy_set_load(dirs, NULL, &s, &d), 0);
+        dump(&d);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(s.n, 3);
+        assert_string_equal(s.policies[0].name, "05-first.policy");
+        assert_string_equal(s.policies[1].name, "10-secrets.policy");
+        assert_string_equal(s.policies[2].name, "50-vms.policy");
+        /* /run masks /usr/lib */
+        char want[1024];
+        snprintf(want, sizeof want, "%s/50-vms.policy", run);
+        assert_string_equal(s.policies[2].path, want);
+        assert_int_equal(s.policies[2].mode, POLICY_MODE_NEVER);
+        /* 50-vms and 60-gone and 70-devnull in lib hidden, 60-gone and 70-devnull masking only */
+        assert_int_equal(s.n_masked, 5);
+
+        /* reload with a broken file keeps its last good version */
+        fake_write(&tree, "set/run/50-vms.policy", "[Match\nComm=qemu\n");
+        PolicySet s2 = {};
+        assert_int_equal(policy_set_load(dirs, &s, &s2, &d), 0);
+        dump(&d);
+        assert_true(diag_has(&d, "syntax error, file rejected"));
+        assert_true(diag_has(&d, "keeping the previous version"));
+        assert_int_equal(s2.n, 3);
+        assert_int_equal(s2.policies[2].mode, POLICY_MODE_NEVER);
+        assert_int_equal(s2.n_rejected, 0);
+        conf_diag_free(&d);
+
+        /* without a previous set it is simply left out */
+        PolicySet s3 = {};
+        assert_int_equal(policy_set_load(dirs, NULL, &s3, &d), 0);
+        assert_int_equal(s3.n, 2);
+        assert_int_equal(s3.n_rejected, 1);
+        conf_diag_free(&d);
+
+        /* missing directories are fine */
+        char *none[] = { "/nonexistent/ksmtuned2", NULL };
+        PolicySet s4 = {};
+        assert_int_equal(policy_set_load(none, NULL, &s4, &d), 0);
+        assert_int_equal(s4.n, 0);
+        assert_int_equal(d.n, 0);
+
+        policy_set_done(&s);
+        policy_set_done(&s2);
+        policy_set_done(&s3);
+        policy_set_done(&s4);
+}
+
+static void test_glob(void **state) {
+        const char *vm = "machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/emulator";
+        assert_true(policy_cgroup_glob_match("machine.slice/machine-qemu*.scope", vm));
+        assert_true(policy_cgroup_glob_match("/machine.slice/machine-qemu*.scope", vm));
+        assert_true(policy_cgroup_glob_match("machine.slice", vm));
+        assert_true(policy_cgroup_glob_match("machine.slice/*/libvirt/emulator", vm));
+        assert_false(policy_cgroup_glob_match("machine.slice/machine-lxc*.scope", vm));
+        assert_false(policy_cgroup_glob_match("machine.sl", vm));          /* whole components only */
+        assert_false(policy_cgroup_glob_match("*/emulator", vm));          /* '*' does not cross '/' */
+        assert_true(policy_cgroup_glob_match("system.slice/*.service", "system.slice/a b.service"));
+        assert_true(policy_cgroup_glob_match("*", "anything/below"));
+        assert_false(policy_cgroup_glob_match("system.slice", ""));
+}
+
+static PolicySet make_set(void) {
+        PolicySet s = {};
+        ConfDiag d = {};
+        _cleanup_free_ char *dir = path_of("cls");
+        char *dirs[] = { dir, NULL };
+        fake_write(&tree, "cls/10-secrets.policy", "[Match]\nComm=ssh-agent gpg-agent postgres\n[Merge]\nMode=never\n");
+        fake_write(&tree, "cls/50-vms.policy",
+                   "[Match]\nCgroup=machine.slice/machine-qemu*.scope\n[Merge]\nMode=auto\nMinAnonMiB=64\n");
+        fake_write(&tree, "cls/60-java.policy",
+                   "[Match]\nExe=*/bin/java\nUser=1000\n[Merge]\nMode=always\nMethod=inject\nMinAge=30s\n");
+        fake_write(&tree, "cls/70-tune.policy", "[Match]\nVM=test-*\nUnit=*.service\n[Merge]\nMethod=none\n");
+        assert_int_equal(policy_set_load(dirs, NULL, &s, &d), 0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(s.n, 4);
+        return s;
+}
+
+static void test_classify(void **state) {
+        PolicySet s = make_set();
+        ClassifyContext ctx = { .now_boottime_usec = 1000 * USEC_PER_SEC, .self_pid = 99 };
+        Verdict v;
+
+        Process vm = { .pid = 10, .comm = "qemu-system-x86", .exe = "/usr/bin/qemu-system-x86_64",
+                       .cgroup = "machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/emulator",
+                       .rss_anon_kib = 12 * 1024 };
+        classify_process(&s, &ctx, &vm, &v);
+        assert_int_equal(v.action, VERDICT_WAIT);
+        assert_string_equal(v.reason, "anon RSS 12 MiB < MinAnonMiB=64");
+        assert_non_null(strstr(v.policy_file, "50-vms.policy"));
+        assert_int_equal(v.policy_line, 1);
+        vm.rss_anon_kib = 2048 * 1024;
+        classify_process(&s, &ctx, &vm, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_int_equal(v.method, MERGE_METHOD_ANY);
+        assert_false(v.always);
+        assert_string_equal(v.reason, "Mode=auto, anon RSS 2048 MiB >= MinAnonMiB=64");
+        assert_ptr_equal(classify_find_policy(&s, &v), &s.policies[1]);
+
+        /* first match wins: a postgres inside a VM's scope is never merged */
+        Process pg = vm;
+        strscpy(pg.comm, sizeof pg.comm, "postgres");
+        classify_process(&s, &ctx, &pg, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        assert_non_null(strstr(v.policy_file, "10-secrets.policy"));
+
+        Process java = { .pid = 11, .comm = "java", .exe = "/opt/jdk/bin/java", .euid = 1000, .cgroup = "",
+                         .start_time_usec = 990 * USEC_PER_SEC };
+        classify_process(&s, &ctx, &java, &v);
+        assert_int_equal(v.action, VERDICT_WAIT);
+        assert_string_equal(v.reason, "age 10s < MinAge=30s");
+        java.start_time_usec = 100 * USEC_PER_SEC;
+        classify_process(&s, &ctx, &java, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_true(v.always);
+        assert_int_equal(v.method, MERGE_METHOD_INJECT);
+        java.euid = 1001; /* another user: no match */
+        classify_process(&s, &ctx, &java, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        assert_string_equal(v.reason, "no policy matches");
+        assert_string_equal(v.policy_file, "");
+
+        /* missing facts never match a key that needs them */
+        Process bare = { .pid = 12, .comm = "x" };
+        classify_process(&s, &ctx, &bare, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+
+        Process t = { .pid = 13, .comm = "svc", .vm_name = "test-7", .unit = "machine-x.service", .cgroup = "x" };
+        classify_process(&s, &ctx, &t, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_int_equal(v.method, MERGE_METHOD_NONE);
+        assert_non_null(strstr(v.reason, "Method=none"));
+
+        Process k = { .pid = 2, .comm = "postgres", .kthread = true };
+        classify_process(&s, &ctx, &k, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        assert_string_equal(v.reason, "kernel thread");
+        Process self = { .pid = 99, .comm = "postgres" };
+        classify_process(&s, &ctx, &self, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        classify_process(NULL, NULL, &vm, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+
+        policy_set_done(&s);
+}
+
+static void test_shipped_policies(void **state) {
+        const char *src = getenv("SOURCE_ROOT");
+        char dir[1024];
+        PolicySet s = {};
+        ConfDiag d = {};
+        assert_non_null(src);
+        snprintf(dir, sizeof dir, "%s/conf/policy.d", src);
+        char *dirs[] = { dir, NULL };
+        assert_int_equal(policy_set_load(dirs, NULL, &s, &d), 0);
+        dump(&d);
+        assert_int_equal(d.n, 0);
+        assert_true(s.n >= 2);
+
+        ClassifyContext ctx = { .now_boottime_usec = 1000 * USEC_PER_SEC };
+        Verdict v;
+        Process agent = { .pid = 10, .comm = "ssh-agent", .exe = "/usr/bin/ssh-agent",
+                          .cgroup = "user.slice/user-1000.slice/session-1.scope", .rss_anon_kib = 1 << 20 };
+        classify_process(&s, &ctx, &agent, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        Process vm = { .pid = 11, .comm = "qemu-system-x86", .exe = "/usr/bin/qemu-system-x86_64",
+                       .cgroup = "machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator",
+                       .rss_anon_kib = 1 << 22 };
+        classify_process(&s, &ctx, &vm, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        Process other = { .pid = 12, .comm = "bash", .exe = "/usr/bin/bash", .cgroup = "user.slice" };
+        classify_process(&s, &ctx, &other, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        policy_set_done(&s);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parse_good),
+                cmocka_unit_test(test_parse_bad_keys),
+                cmocka_unit_test(test_set_masked_ordered),
+                cmocka_unit_test(test_glob),
+                cmocka_unit_test(test_classify),
+                cmocka_unit_test(test_shipped_policies),
+        };
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
