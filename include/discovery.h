@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "classify.h"
+#include "conf-parse.h"
+#include "decisions.h"
+#include "mm-reader.h"
+#include "plan.h"
+#include "policy.h"
+#include "proc-events.h"
+#include "process.h"
+#include "root.h"
+
+/* Keeps the process model current and classified: proc connector events
+ * as they happen (or polling where events never arrive), a full /proc scan
+ * at start and a slow resync, ksm_stat read off the loop, and policies.
+ * The manager calls it in a few places; everything here runs on the loop
+ * except the mm reader's workers. */
+
+typedef enum DiscoveryMode {
+        DISCOVERY_EVENTS,       /* proc connector events, verified by the self-test */
+        DISCOVERY_POLLING,      /* a full scan every tick */
+        _DISCOVERY_MODE_MAX,
+} DiscoveryMode;
+
+const char *discovery_mode_to_string(DiscoveryMode m); /* "events", "polling" */
+
+typedef struct DiscoveryOptions {
+        uint64_t resync_interval_usec;  /* full scan period with events; 0: default 2 min */
+        uint64_t mm_read_deadline_usec; /* per ksm_stat read; 0: default 1 s */
+        unsigned mm_read_threads;       /* pool bound; 0: default 4 */
+        uint64_t self_test_timeout_usec; /* 0: default 1 s */
+        uint64_t action_retry_usec;     /* re-plan an action not carried out after; 0: default 60 s */
+        bool force_polling;             /* tests: behave as if events never arrive */
+        DecisionLog *decisions;         /* optional: verdict changes are recorded there */
+} DiscoveryOptions;
+
+typedef struct DiscoveryStatus {
+        DiscoveryMode mode;
+        char mode_reason[192];          /* why polling ("no proc event within 1s: PID namespace?") */
+        uint64_t processes;
+        uint64_t full_scans;
+        uint64_t overflow_resyncs;      /* scans forced by ENOBUFS */
+        uint64_t last_scan_usec;        /* how long the latest full scan took */
+        ProcEventsCounters events;
+        MmReaderCounters mm_reads;
+        uint64_t slow_processes;        /* pids whose ksm_stat read overran, right now */
+        uint64_t verdicts[_VERDICT_ACTION_MAX]; /* processes per verdict, now */
+        size_t policies;
+} DiscoveryStatus;
+
+typedef struct Discovery Discovery;
+
+int discovery_new(sd_event *e, const Root *root, const DiscoveryOptions *o, Discovery **ret);
+Discovery *discovery_free(Discovery *d);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Discovery *, discovery_free);
+
+/* Opens the connector (falling back to polling with a logged reason), runs
+ * the self-test, hooks the socket into the loop and scans /proc once.
+ * -ENOMEM only: everything else degrades. */
+int discovery_start(Discovery *d);
+
+/* (Re)loads the policies from dirs, keeping the last good version of a
+ * file that is now broken, and reclassifies every process. Diagnostics go
+ * into diag. Returns the number of files rejected, or -ENOMEM. */
+int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag);
+
+/* Once per manager tick: polling scan or slow resync, refresh of the
+ * processes a policy matched, ksm_stat reads, and the ProcessAction entries
+ * for "merge wanted but not on" (and "never, but on") appended to plan. */
+int discovery_tick(Discovery *d, Plan *plan);
+
+/* A full /proc scan now (also what start, resync and overflow do). */
+int discovery_scan(Discovery *d);
+
+const ProcessTable *discovery_processes(const Discovery *d);
+const PolicySet *discovery_policies(const Discovery *d);
+void discovery_get_status(Discovery *d, DiscoveryStatus *ret);
+
+/* The exec-to-verdict latencies of the latest execs (usec from the kernel's
+ * event timestamp to the verdict), oldest first, at most 65536. */
+size_t discovery_exec_latencies(const Discovery *d, uint64_t *buf, size_t n);

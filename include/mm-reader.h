@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "procfs.h"
+#include "root.h"
+
+/* Reads the per-process files that take the target's mmap_lock (here:
+ * ksm_stat, whose ksm_mergeable line needs mmap_read_lock) on worker
+ * threads, never on the event loop. A read that does not return within
+ * the deadline marks that pid slow and is left to finish on its own: the
+ * kernel's wait (mmap_read_lock_killable) cannot be cancelled from here,
+ * so the pool starts another worker rather than wait for it, and accepts no
+ * new read of that pid until the stuck one returns. Results come back to
+ * the loop through an eventfd. */
+
+typedef struct MmReadResult {
+        int pid;
+        uint64_t start_time_ticks;      /* of the incarnation the read was for */
+        int error;                      /* 0, or -errno (-ESRCH gone or pid reused, -ETIME overran) */
+        ProcKsmStat ksm_stat;
+        uint64_t duration_usec;         /* how long the read took (so far, for -ETIME) */
+        bool late;                      /* the read finished, but after its deadline had been reported */
+} MmReadResult;
+
+typedef void (*MmReadHandler)(const MmReadResult *r, void *userdata);
+
+typedef struct MmReaderCounters {
+        uint64_t queued;
+        uint64_t completed;
+        uint64_t overran;               /* reads that passed their deadline */
+        uint64_t threads;               /* workers started */
+        uint64_t stuck_now;             /* workers inside a read past its deadline */
+        uint64_t queue_len;
+} MmReaderCounters;
+
+typedef struct MmReader MmReader;
+
+/* max_threads bounds the pool (stuck workers included). e may be NULL: then
+ * the caller polls with mm_reader_dispatch(). */
+int mm_reader_new(const Root *root, sd_event *e, unsigned max_threads, uint64_t deadline_usec,
+                  MmReadHandler cb, void *userdata, MmReader **ret);
+/* Stops the workers that are idle and detaches those stuck in the kernel
+ * (they exit when their read returns). */
+MmReader *mm_reader_free(MmReader *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(MmReader *, mm_reader_free);
+
+/* Queues a ksm_stat read. -EALREADY when one for pid is queued or running
+ * (a stuck one included), -ENOMEM. */
+int mm_reader_queue_ksm_stat(MmReader *r, int pid, uint64_t start_time_ticks);
+bool mm_reader_busy(const MmReader *r, int pid);
+
+/* Delivers finished reads and reports reads past their deadline (once
+ * each, error -ETIME). Called by the loop on the eventfd and on a timer;
+ * tests call it directly. Returns the number of results delivered. */
+int mm_reader_dispatch(MmReader *r);
+
+void mm_reader_get_counters(MmReader *r, MmReaderCounters *ret);

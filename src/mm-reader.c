@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "mm-reader.h"
+#include "util.h"
+
+typedef struct Job {
+        int pid;
+        uint64_t start_time_ticks;
+        uint64_t started_usec;          /* CLOCK_MONOTONIC when a worker took it; 0 while queued */
+        bool overdue_reported;
+        MmReadResult result;
+        struct Job *next;
+} Job;
+
+/* The state shared with the workers lives in its own refcounted block: a
+ * worker stuck in the kernel may return long after the loop freed its
+ * MmReader, and must still find its mutex. */
+typedef struct Shared {
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        unsigned refs;
+        int proc_fd;                    /* our own dup: Root may be gone before a stuck worker */
+        int efd;
+        Job *queue_head, *queue_tail;   /* waiting */
+        Job *running;                   /* taken by a worker */
+        Job *done;                      /* finished, for the loop */
+        unsigned n_threads, n_idle, n_queued, max_threads;
+        uint64_t deadline_usec;
+        bool stopping;
+        MmReaderCounters counters;
+} Shared;
+
+struct MmReader {
+        Shared *s;
+        sd_event_source *efd_source;
+        sd_event_source *timer_source;
+        MmReadHandler cb;
+        void *userdata;
+};
+
+static void job_list_free(Job *j) {
+        while (j) {
+                Job *n = j->next;
+                free(j);
+                j = n;
+        }
+}
+
+/* Called with s->lock held; unlocks it, and frees s when the last
+ * reference is gone. */
+static void shared_unref_unlock(Shared *s) {
+        bool last = --s->refs == 0;
+        pthread_mutex_unlock(&s->lock);
+        if (!last)
+                return;
+        job_list_free(s->queue_head);
+        job_list_free(s->running);
+        job_list_free(s->done);
+        safe_close(s->proc_fd);
+        safe_close(s->efd);
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->cond);
+        free(s);
+}
+
+static void do_read(int proc_fd, Job *j) {
+        char name[32];
+        ProcStat st;
+        _cleanup_close_ int dfd = -EBADF;
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        j->result.pid = j->pid;
+        j->result.start_time_ticks = j->start_time_ticks;
+        snprintf(name, sizeof name, "%d", j->pid);
+        dfd = openat(proc_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                r = errno == ENOENT ? -ESRCH : negative_errno();
+        else {
+                /* stat does not take the mmap_lock: check the incarnation first. */
+                r = procfs_read_stat(dfd, &st);
+                if (r >= 0 && st.start_time_ticks != j->start_time_ticks)
+                        r = -ESRCH;
+                if (r >= 0)
+                        r = procfs_read_ksm_stat(dfd, &j->result.ksm_stat);
+                if (r == -ENOENT)
+                        r = -ESRCH;
+        }
+        j->result.error = r;
+        j->result.duration_usec = now_usec(CLOCK_MONOTONIC) - t0;
+}
+
+static void unlink_running(Shared *s, Job *j) {
+        for (Job **p = &s->running; *p; p = &(*p)->next)
+                if (*p == j) {
+                        *p = j->next;
+                        j->next = NULL;
+                        return;
+                }
+}
+
+static void *worker(void *arg) {
+        Shared *s = arg;
+
+        pthread_mutex_lock(&s->lock);
+        for (;;) {
+                while (!s->queue_head && !s->stopping) {
+                        s->n_idle++;
+                        pthread_cond_wait(&s->cond, &s->lock);
+                        s->n_idle--;
+                }
+                if (s->stopping)
+                        break;
+                Job *j = s->queue_head;
+                s->queue_head = j->next;
+                if (!s->queue_head)
+                        s->queue_tail = NULL;
+                s->n_queued--;
+                j->started_usec = now_usec(CLOCK_MONOTONIC);
+                j->next = s->running;
+                s->running = j;
+                int proc_fd = s->proc_fd;
+                pthread_mutex_unlock(&s->lock);
+
+                do_read(proc_fd, j);
+
+                pthread_mutex_lock(&s->lock);
+                unlink_running(s, j);
+                j->result.late = j->overdue_reported;
+                j->next = s->done;
+                s->done = j;
+                uint64_t one = 1;
+                (void) !write(s->efd, &one, sizeof one);
+        }
+        s->n_threads--;
+        shared_unref_unlock(s);
+        return NULL;
+}
+
+/* With s->lock held. */
+static int spawn_worker(Shared *s) {
+        pthread_attr_t attr;
+        pthread_t t;
+        int r;
+
+        if (pthread_attr_init(&attr) != 0)
+                return -ENOMEM;
+        (void) pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        /* A read of one small file needs little stack. */
+        (void) pthread_attr_setstacksize(&attr, 256 * 1024);
+        s->refs++;
+        r = pthread_create(&t, &attr, worker, s);
+        pthread_attr_destroy(&attr);
+        if (r != 0) {
+                s->refs--;
+                return -r;
+        }
+        (void) pthread_setname_np(t, "ksmtuned2-mm");
+        s->n_threads++;
+        s->counters.threads++;
+        return 0;
+}
+
+static void arm_timer(MmReader *r) {
+        if (!r->timer_source)
+                return;
+        pthread_mutex_lock(&r->s->lock);
+        bool pending = r->s->running || r->s->queue_head;
+        pthread_mutex_unlock(&r->s->lock);
+        if (!pending)
+                return;
+        (void) sd_event_source_set_time_relative(r->timer_source, MAX(r->s->deadline_usec / 2, 5 * USEC_PER_MSEC));
+        (void) sd_event_source_set_enabled(r->timer_source, SD_EVENT_ONESHOT);
+}
+
+static int on_efd(sd_event_source *es, int fd, uint32_t revents, void *userdata) {
+        (void) mm_reader_dispatch(userdata);
+        return 0;
+}
+
+static int on_timer(sd_event_source *es, uint64_t usec, void *userdata) {
+        (void) mm_reader_dispatch(userdata);
+        return 0;
+}
+
+int mm_reader_new(const Root *root, sd_event *e, unsigned max_threads, uint64_t deadline_usec,
+                  MmReadHandler cb, void *userdata, MmReader **ret) {
+        _cleanup_(mm_reader_freep) MmReader *r = NULL;
+        Shared *s;
+        int k;
+
+        r = calloc(1, sizeof *r);
+        if (!r)
+                return -ENOMEM;
+        s = calloc(1, sizeof *s);
+        if (!s)
+                return -ENOMEM;
+        r->s = s;
+        r->cb = cb;
+        r->userdata = userdata;
+        pthread_mutex_init(&s->lock, NULL);
+        pthread_cond_init(&s->cond, NULL);
+        s->refs = 1;
+        s->max_threads = MAX(max_threads, 1u);
+        s->deadline_usec = deadline_usec;
+        s->proc_fd = fcntl(root->proc_fd, F_DUPFD_CLOEXEC, 3);
+        s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (s->proc_fd < 0 || s->efd < 0)
+                return negative_errno();
+        if (e) {
+                k = sd_event_add_io(e, &r->efd_source, s->efd, EPOLLIN, on_efd, r);
+                if (k < 0)
+                        return k;
+                k = sd_event_add_time_relative(e, &r->timer_source, CLOCK_MONOTONIC, deadline_usec, 0, on_timer, r);
+                if (k < 0)
+                        return k;
+                (void) sd_event_source_set_enabled(r->timer_source, SD_EVENT_OFF);
+        }
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+MmReader *mm_reader_free(MmReader *r) {
+        if (!r)
+                return NULL;
+        sd_event_source_disable_unref(r->efd_source);
+        sd_event_source_disable_unref(r->timer_source);
+        if (r->s) {
+                pthread_mutex_lock(&r->s->lock);
+                r->s->stopping = true;
+                pthread_cond_broadcast(&r->s->cond);
+                /* Idle workers exit now; stuck ones when the kernel lets
+                 * them go. Whoever is last frees the shared block. */
+                shared_unref_unlock(r->s);
+        }
+        free(r);
+        return NULL;
+}
+
+static bool busy_locked(const Shared *s, int pid) {
+        for (const Job *j = s->queue_head; j; j = j->next)
+                if (j->pid == pid)
+                        return true;
+        for (const Job *j = s->running; j; j = j->next)
+                if (j->pid == pid)
+                        return true;
+        return false;
+}
+
+bool mm_reader_busy(const MmReader *r, int pid) {
+        pthread_mutex_lock(&r->s->lock);
+        bool b = busy_locked(r->s, pid);
+        pthread_mutex_unlock(&r->s->lock);
+        return b;
+}
+
+int mm_reader_queue_ksm_stat(MmReader *r, int pid, uint64_t start_time_ticks) {
+        Shared *s = r->s;
+        int k = 0;
+
+        pthread_mutex_lock(&s->lock);
+        if (busy_locked(s, pid)) {
+                pthread_mutex_unlock(&s->lock);
+                return -EALREADY;
+        }
+        Job *j = calloc(1, sizeof *j);
+        if (!j) {
+                pthread_mutex_unlock(&s->lock);
+                return -ENOMEM;
+        }
+        j->pid = pid;
+        j->start_time_ticks = start_time_ticks;
+        if (s->queue_tail)
+                s->queue_tail->next = j;
+        else
+                s->queue_head = j;
+        s->queue_tail = j;
+        s->n_queued++;
+        s->counters.queued++;
+        /* Every queued read needs a worker that is not stuck: a stuck one
+         * counts neither as idle nor as coming back soon. */
+        if (s->n_queued > s->n_idle && s->n_threads < s->max_threads)
+                k = spawn_worker(s);
+        pthread_cond_signal(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        if (k < 0 && s->n_threads == 0)
+                log_debug_errno(k, "Cannot start an mm reader thread: %m");
+        arm_timer(r);
+        return 0;
+}
+
+int mm_reader_dispatch(MmReader *r) {
+        Shared *s = r->s;
+        Job *done, *overdue = NULL;
+        uint64_t now = now_usec(CLOCK_MONOTONIC), buf;
+        int n = 0;
+
+        (void) !read(s->efd, &buf, sizeof buf);
+
+        pthread_mutex_lock(&s->lock);
+        done = s->done;
+        s->done = NULL;
+        for (Job *j = done; j; j = j->next)
+                s->counters.completed++;
+        s->counters.stuck_now = 0;
+        for (Job *j = s->running; j; j = j->next) {
+                if (now - j->started_usec < s->deadline_usec)
+                        continue;
+                s->counters.stuck_now++;
+                if (j->overdue_reported)
+                        continue;
+                j->overdue_reported = true;
+                s->counters.overran++;
+                Job *o = calloc(1, sizeof *o);
+                if (!o)
+                        continue;
+                o->result = (MmReadResult) { .pid = j->pid, .start_time_ticks = j->start_time_ticks,
+                                             .error = -ETIME, .duration_usec = now - j->started_usec };
+                o->next = overdue;
+                overdue = o;
+        }
+        s->counters.queue_len = s->n_queued;
+        pthread_mutex_unlock(&s->lock);
+
+        for (Job *j = overdue; j; j = j->next, n++)
+                if (r->cb)
+                        r->cb(&j->result, r->userdata);
+        job_list_free(overdue);
+        for (Job *j = done; j; j = j->next, n++)
+                if (r->cb)
+                        r->cb(&j->result, r->userdata);
+        job_list_free(done);
+        arm_timer(r);
+        return n;
+}
+
+void mm_reader_get_counters(MmReader *r, MmReaderCounters *ret) {
+        pthread_mutex_lock(&r->s->lock);
+        *ret = r->s->counters;
+        ret->queue_len = r->s->n_queued;
+        pthread_mutex_unlock(&r->s->lock);
+}

@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/socket.h>
+#include <poll.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proc-events.h"
+#include "util.h"
+
+/* A fork storm sends three events per process (fork, exec, exit) of about
+ * 80 bytes each in its own skb (~768 bytes of rmem apiece): the default
+ * 208 KiB rcvbuf holds ~270 of them, i.e. half a second of 500 processes per
+ * second while the loop is busy elsewhere. 8 MiB (forced past rmem_max, we
+ * have CAP_NET_ADMIN) rides out seconds; beyond that ENOBUFS and a resync. */
+#define PROC_EVENTS_RCVBUF_BYTES (8 * 1024 * 1024)
+
+struct ProcEvents {
+        struct nl_sock *sk;
+        sd_event_source *io;
+        ProcEventsHandlers handlers;
+        ProcEventsCounters counters;
+};
+
+const char *proc_event_type_to_string(ProcEventType t) {
+        static const char *const names[_PROC_EV_MAX] = {
+                [PROC_EV_FORK] = "fork", [PROC_EV_EXEC] = "exec", [PROC_EV_EXIT] = "exit",
+                [PROC_EV_COMM] = "comm", [PROC_EV_UID] = "uid",   [PROC_EV_OTHER] = "other",
+                [PROC_EV_ACK] = "ack",
+        };
+        return (unsigned) t < _PROC_EV_MAX ? names[t] : "?";
+}
+
+int proc_event_decode(const void *payload, size_t len, ProcEvent *ret) {
+        const struct cn_msg *cn = payload;
+        struct proc_event pe = {};
+        ProcEvent ev = {};
+
+        if (len < sizeof *cn)
+                return -EBADMSG;
+        if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC)
+                return -EBADMSG;
+        if ((size_t) cn->len > len - sizeof *cn)
+                return -EBADMSG;
+        /* The union is sized for its largest member; older kernels may send
+         * less for small events, so require only the header and copy what
+         * came (the buffer may also be unaligned). */
+        size_t head = offsetof(struct proc_event, event_data);
+        if (cn->len < head)
+                return -EBADMSG;
+        memcpy(&pe, cn->data, MIN((size_t) cn->len, sizeof pe));
+        size_t body = cn->len - head;
+
+        ev.timestamp_ns = pe.timestamp_ns;
+        switch (pe.what) {
+        case PROC_EVENT_NONE:
+                ev.type = PROC_EV_ACK;
+                break;
+        case PROC_EVENT_FORK:
+                if (body < sizeof pe.event_data.fork)
+                        return -EBADMSG;
+                ev.type = PROC_EV_FORK;
+                ev.pid = pe.event_data.fork.child_tgid;
+                ev.tid = pe.event_data.fork.child_pid;
+                ev.parent_pid = pe.event_data.fork.parent_tgid;
+                break;
+        case PROC_EVENT_EXEC:
+                if (body < sizeof pe.event_data.exec)
+                        return -EBADMSG;
+                ev.type = PROC_EV_EXEC;
+                ev.pid = pe.event_data.exec.process_tgid;
+                ev.tid = pe.event_data.exec.process_pid;
+                break;
+        case PROC_EVENT_EXIT:
+                if (body < offsetof(struct exit_proc_event, exit_signal))
+                        return -EBADMSG;
+                ev.type = PROC_EV_EXIT;
+                ev.pid = pe.event_data.exit.process_tgid;
+                ev.tid = pe.event_data.exit.process_pid;
+                ev.exit_code = pe.event_data.exit.exit_code;
+                break;
+        case PROC_EVENT_COMM:
+                if (body < sizeof pe.event_data.comm)
+                        return -EBADMSG;
+                ev.type = PROC_EV_COMM;
+                ev.pid = pe.event_data.comm.process_tgid;
+                ev.tid = pe.event_data.comm.process_pid;
+                memcpy(ev.comm, pe.event_data.comm.comm, sizeof ev.comm);
+                ev.comm[sizeof ev.comm - 1] = 0;
+                break;
+        case PROC_EVENT_UID:
+                if (body < sizeof pe.event_data.id)
+                        return -EBADMSG;
+                ev.type = PROC_EV_UID;
+                ev.pid = pe.event_data.id.process_tgid;
+                ev.tid = pe.event_data.id.process_pid;
+                ev.uid_effective = pe.event_data.id.e.euid;
+                break;
+        default:
+                ev.type = PROC_EV_OTHER;
+                break;
+        }
+        if (ev.type != PROC_EV_ACK && ev.type != PROC_EV_OTHER && (ev.pid <= 0 || ev.tid <= 0))
+                return -EBADMSG;
+        *ret = ev;
+        return 0;
+}
+
+int proc_events_decode_datagram(const void *buf, size_t len, ProcEventHandler cb, void *userdata) {
+        int remaining = (int) MIN(len, (size_t) INT32_MAX), n = 0;
+
+        for (const struct nlmsghdr *h = buf; nlmsg_ok(h, remaining); h = nlmsg_next((struct nlmsghdr *) h, &remaining)) {
+                ProcEvent ev;
+                if (h->nlmsg_type == NLMSG_NOOP)
+                        continue;
+                if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_OVERRUN)
+                        return -EBADMSG;
+                if (proc_event_decode(nlmsg_data(h), (size_t) nlmsg_datalen(h), &ev) < 0)
+                        return -EBADMSG;
+                if (cb)
+                        cb(&ev, userdata);
+                n++;
+        }
+        /* trailing bytes that do not form a message */
+        if (remaining >= (int) sizeof(struct nlmsghdr))
+                return -EBADMSG;
+        return n;
+}
+
+static int send_mcast_op(struct nl_sock *sk, enum proc_cn_mcast_op op) {
+        struct {
+                struct cn_msg cn;
+                uint32_t op;
+        } __attribute__((packed)) req = {
+                .cn = { .id = { .idx = CN_IDX_PROC, .val = CN_VAL_PROC }, .len = sizeof(uint32_t) },
+                .op = op,
+        };
+        struct nl_msg *msg = nlmsg_alloc_simple(NLMSG_DONE, 0);
+        int r;
+
+        if (!msg)
+                return -ENOMEM;
+        r = nlmsg_append(msg, &req, sizeof req, NLMSG_ALIGNTO);
+        if (r >= 0)
+                r = nl_send_auto(sk, msg);
+        nlmsg_free(msg);
+        return r < 0 ? -EIO : 0;
+}
+
+int proc_events_open(ProcEvents **ret) {
+        _cleanup_(proc_events_freep) ProcEvents *pe = NULL;
+        int r;
+
+        pe = calloc(1, sizeof *pe);
+        if (!pe)
+                return -ENOMEM;
+        pe->sk = nl_socket_alloc();
+        if (!pe->sk)
+                return -ENOMEM;
+        nl_socket_disable_seq_check(pe->sk);
+        /* One recvmsg per datagram instead of a MSG_PEEK first. */
+        nl_socket_disable_msg_peek(pe->sk);
+        (void) nl_socket_set_msg_buf_size(pe->sk, 16384);
+        nl_join_groups(pe->sk, CN_IDX_PROC);
+        r = nl_connect(pe->sk, NETLINK_CONNECTOR);
+        if (r < 0) {
+                /* libnl folds the errno; the socket call's own tells more. */
+                return errno == EPROTONOSUPPORT || errno == EPERM || errno == EACCES ? -errno : -EPERM;
+        }
+        r = nl_socket_set_nonblocking(pe->sk);
+        if (r < 0)
+                return -EIO;
+        int fd = nl_socket_get_fd(pe->sk), size = PROC_EVENTS_RCVBUF_BYTES;
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+
+        r = send_mcast_op(pe->sk, PROC_CN_MCAST_LISTEN);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(pe);
+        return 0;
+}
+
+ProcEvents *proc_events_free(ProcEvents *pe) {
+        if (!pe)
+                return NULL;
+        sd_event_source_disable_unref(pe->io);
+        if (pe->sk) {
+                /* Lets the kernel stop building events when nobody else listens. */
+                (void) send_mcast_op(pe->sk, PROC_CN_MCAST_IGNORE);
+                nl_socket_free(pe->sk);
+        }
+        free(pe);
+        return NULL;
+}
+
+int proc_events_fd(const ProcEvents *pe) {
+        return nl_socket_get_fd(pe->sk);
+}
+
+void proc_events_get_counters(const ProcEvents *pe, ProcEventsCounters *ret) {
+        *ret = pe->counters;
+}
+
+/* Reads one datagram. 1 when one was read, 0 when none is queued,
+ * -ENOBUFS when the kernel dropped events, -errno otherwise. */
+static int recv_one(ProcEvents *pe, unsigned char **ret, int *ret_len) {
+        struct sockaddr_nl nla = {};
+        unsigned char *buf = NULL;
+        int n;
+
+        errno = 0;
+        n = nl_recv(pe->sk, &nla, &buf, NULL);
+        if (n < 0) {
+                /* libnl turns ENOBUFS into NLE_NOMEM; recvmsg's errno is
+                 * still there (free() keeps errno since glibc 2.33). */
+                int e = errno;
+                free(buf);
+                if (e == EAGAIN || n == -NLE_AGAIN)
+                        return 0;
+                if (e == ENOBUFS || n == -NLE_NOMEM)
+                        return -ENOBUFS;
+                return e > 0 ? -e : -EIO;
+        }
+        if (n == 0) {
+                free(buf);
+                return 0;
+        }
+        /* Only the kernel (port 0) speaks for the connector. */
+        if (nla.nl_pid != 0) {
+                free(buf);
+                pe->counters.malformed++;
+                *ret = NULL;
+                *ret_len = 0;
+                return 1;
+        }
+        *ret = buf;
+        *ret_len = n;
+        return 1;
+}
+
+typedef struct Deliver {
+        ProcEvents *pe;
+        unsigned n;
+} Deliver;
+
+static void deliver(const ProcEvent *ev, void *userdata) {
+        Deliver *d = userdata;
+        d->n++;
+        if (ev->type == PROC_EV_ACK || !d->pe->handlers.on_event)
+                return;
+        d->pe->handlers.on_event(ev, d->pe->handlers.userdata);
+}
+
+int proc_events_drain(ProcEvents *pe, unsigned max_datagrams) {
+        Deliver d = { .pe = pe };
+        bool overflow = false;
+
+        for (unsigned i = 0; i < max_datagrams; i++) {
+                unsigned char *buf = NULL;
+                int len = 0;
+                int r = recv_one(pe, &buf, &len);
+                if (r == -ENOBUFS) {
+                        pe->counters.overflows++;
+                        overflow = true;
+                        continue; /* the socket is usable again; read on */
+                }
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (!buf)
+                        continue;
+                pe->counters.datagrams++;
+                if (proc_events_decode_datagram(buf, (size_t) len, deliver, &d) < 0)
+                        pe->counters.malformed++;
+                free(buf);
+        }
+        pe->counters.events += d.n;
+        if (overflow && pe->handlers.on_overflow)
+                pe->handlers.on_overflow(pe->handlers.userdata);
+        if (d.n > 0 && pe->handlers.on_batch)
+                pe->handlers.on_batch(pe->handlers.userdata);
+        return (int) d.n;
+}
+
+typedef struct SelfTest {
+        pid_t child;
+        bool seen;
+} SelfTest;
+
+static void self_test_event(const ProcEvent *ev, void *userdata) {
+        SelfTest *t = userdata;
+        if ((ev->type == PROC_EV_FORK || ev->type == PROC_EV_EXIT) && ev->pid == t->child)
+                t->seen = true;
+}
+
+int proc_events_self_test(ProcEvents *pe, uint64_t timeout_usec) {
+        SelfTest t = {};
+        int r = 0;
+
+        t.child = fork();
+        if (t.child < 0)
+                return negative_errno();
+        if (t.child == 0)
+                _exit(0);
+        (void) waitpid(t.child, NULL, 0);
+
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
+        while (!t.seen) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                if (now >= deadline) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                struct pollfd p = { .fd = proc_events_fd(pe), .events = POLLIN };
+                int k = poll(&p, 1, (int) ((deadline - now + 999) / 1000));
+                if (k < 0 && errno != EINTR) {
+                        r = negative_errno();
+                        break;
+                }
+                for (;;) {
+                        unsigned char *buf = NULL;
+                        int len = 0;
+                        k = recv_one(pe, &buf, &len);
+                        if (k == -ENOBUFS)
+                                continue;
+                        if (k <= 0)
+                                break;
+                        if (buf)
+                                (void) proc_events_decode_datagram(buf, (size_t) len, self_test_event, &t);
+                        free(buf);
+                }
+        }
+        return r;
+}
+
+static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        ProcEvents *pe = userdata;
+        /* Bounded, so a storm cannot starve timers and the bus; the source
+         * stays ready and is dispatched again. */
+        int r = proc_events_drain(pe, 512);
+        if (r < 0)
+                log_warning_errno(r, "Reading process events failed, ignoring: %m");
+        return 0;
+}
+
+int proc_events_attach(ProcEvents *pe, sd_event *e, const ProcEventsHandlers *h) {
+        pe->handlers = *h;
+        return sd_event_add_io(e, &pe->io, proc_events_fd(pe), EPOLLIN, on_io, pe);
+}
