@@ -8,6 +8,7 @@
 
 #include "conf.h"
 #include "decisions.h"
+#include "discovery.h"
 #include "knobs.h"
 #include "ksmd.h"
 #include "plan.h"
@@ -67,6 +68,7 @@ typedef struct Manager {
         ManagerMode mode;
         bool paused;
         ManagerBus *bus;                /* NULL until manager_bus_attach() */
+        Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
 } Manager;
 
 typedef struct ManagerOptions {

@@ -51,7 +51,7 @@ typedef struct Policy {
         PolicyGlobs unit;       /* Unit=: glob on the systemd unit name */
         PolicyGlobs vm;         /* VM=: glob on the VM/machine name */
         PolicyUsers users;      /* User=: names or numeric uids, of the effective uid */
-        bool match_invalid;     /* a [Match] key had a bad value: the policy matches nothing */
+        bool match_invalid;     /* a [Match] key had a bad value, or there is none: the policy matches nothing */
 
         /* [Merge] */
         int mode;               /* PolicyMode, Mode= */

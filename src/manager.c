@@ -73,6 +73,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         ksmd_sampler_stop(m->ksmd_sampler);
+        discovery_free(m->discovery);
         manager_bus_free(m->bus);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->watchdog_source);
@@ -137,6 +138,31 @@ static void notify_status(Manager *m) {
                           s->ksm.value[KSM_PAGES_TO_SCAN], s->ksm.value[KSM_SLEEP_MILLISECS], saved);
 }
 
+/* Loads the policies of PolicyDirectories=; a broken file keeps its last
+ * good version (policy_set_load). */
+static int manager_load_policies(Manager *m) {
+        ConfDiag diag = {};
+        int r = discovery_load_policies(m->discovery, m->config.policy_dirs, &diag);
+        conf_diag_log(&diag);
+        conf_diag_free(&diag);
+        if (r < 0)
+                return log_error_errno(r, "Failed to load policies: %m");
+        log_info("%zu policies in use%s.", discovery_policies(m->discovery)->n,
+                 r > 0 ? " (some files rejected, see above)" : "");
+        return 0;
+}
+
+/* The merge actuator carries out ProcessAction entries; until one is
+ * wired in, the wanted changes are only logged, never faked. */
+static void manager_handle_actions(Manager *m, const Plan *actions) {
+        for (size_t i = 0; i < actions->n_actions; i++) {
+                const ProcessAction *a = &actions->actions[i];
+                log_info("Planned: %s merging for pid %d (method %s): %s; no merge actuator in this build, not carried out.",
+                         a->action == MERGE_ACTION_ENABLE ? "enable" : "disable", a->pid,
+                         merge_method_to_string(a->method), a->reason);
+        }
+}
+
 int manager_tick(Manager *m) {
         Snapshot s;
         KnobPlan plan;
@@ -154,6 +180,17 @@ int manager_tick(Manager *m) {
 
         /* Sample ksmd's state only while it runs: an idle host costs nothing. */
         ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1));
+
+        if (m->discovery) {
+                Plan actions = {};
+                r = discovery_tick(m->discovery, &actions);
+                if (r == -ENOMEM) {
+                        plan_done(&actions);
+                        return log_oom();
+                }
+                manager_handle_actions(m, &actions);
+                plan_done(&actions);
+        }
 
         knob_plan_from_config(&m->config, &plan);
         if (s.ksm_present && manager_may_tune(m))
@@ -214,6 +251,8 @@ int manager_reload(Manager *m) {
                 (void) sd_event_source_set_time_relative(m->tick_source, 0);
                 log_info("Reloaded configuration %s%s.", m->config_path, found ? "" : " (absent: defaults)");
         }
+        if (m->discovery)
+                (void) manager_load_policies(m);
         (void) sd_notify(false, "READY=1");
         return r;
 }
@@ -272,6 +311,15 @@ int manager_startup(Manager *m) {
                 if (r < 0)
                         log_warning_errno(r, "Cannot sample ksmd (pid %d), blocked time unknown: %m", m->ksmd_pid);
         }
+
+        DiscoveryOptions dopts = { .decisions = &m->decisions };
+        r = discovery_new(m->event, m->root, &dopts, &m->discovery);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up process discovery: %m");
+        (void) manager_load_policies(m);
+        r = discovery_start(m->discovery);
+        if (r < 0)
+                return log_error_errno(r, "Failed to scan processes: %m");
 
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
         if (r >= 0)

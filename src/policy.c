@@ -200,6 +200,13 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
                 policy_done(&p);
                 return r;
         }
+        /* An unedited copy of the template must not merge the whole host. */
+        if (!p.match_invalid && !p.cgroup.globs && !p.comm.globs && !p.exe.globs && !p.unit.globs &&
+            !p.vm.globs && p.users.n == 0) {
+                conf_diag_add(diag, path, p.line, NULL,
+                              "[Match] has no keys: this policy matches nothing (Cgroup=* matches every process)");
+                p.match_invalid = true;
+        }
         *ret = p;
         return 0;
 }
