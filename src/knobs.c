@@ -11,7 +11,7 @@
 
 int knob_journal_parse(KnobJournal *j, const char *text) {
         _cleanup_free_ char *copy = strdup(text);
-        int n = 0;
+        uint64_t seen = 0;
 
         if (!copy)
                 return -ENOMEM;
@@ -28,13 +28,18 @@ int knob_journal_parse(KnobJournal *j, const char *text) {
                 KsmKey k = ksm_key_from_string(line);
                 if (k < 0 || !ksm_key_is_knob(k))
                         continue;
-                if (ksm_parse_value(k, eq, &v) < 0 && safe_atou64(eq, &v) < 0)
+                /* Exactly what knob_journal_format() writes: a numeric
+                 * advisor_mode such as "5" used to be taken as is, and came
+                 * back from a format/parse round trip as "none" (found by
+                 * fuzz-knob-journal). */
+                if (ksm_parse_value(k, eq, &v) < 0)
                         continue;
                 j->original[k] = v;
                 j->saved_mask |= UINT64_C(1) << k;
-                n++;
+                seen |= UINT64_C(1) << k;
         }
-        return n;
+        /* Knobs, not lines: a key repeated (the last one wins) counts once. */
+        return __builtin_popcountll(seen);
 }
 
 char *knob_journal_format(const KnobJournal *j) {

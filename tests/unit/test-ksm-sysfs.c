@@ -218,6 +218,23 @@ static void test_knob_journal(void **state) {
         fake_tree_done(&t);
 }
 
+/* Found by fuzz-knob-journal: a repeated key counted twice ("Found 2 knob
+ * value(s)" for one knob), and a numeric advisor_mode was stored as a number
+ * that formatted back as "none". */
+static void test_knob_journal_odd_lines(void **state) {
+        KnobJournal j = {};
+        char *text;
+
+        assert_int_equal(knob_journal_parse(&j, "run=0\npages_to_scan=100\nrun=1\npages_to_scan=100\n"), 2);
+        assert_int_equal(j.original[KSM_RUN], 1);
+        assert_int_equal(knob_journal_parse(&j, "advisor_mode=5\nadvisor_mode=1\n"), 0);
+        assert_false(j.saved_mask & (UINT64_C(1) << KSM_ADVISOR_MODE));
+        text = knob_journal_format(&j);
+        assert_string_equal(text, "run=1\npages_to_scan=100\n");
+        free(text);
+        knob_journal_done(&j);
+}
+
 static void test_probe_fake(void **state) {
         FakeTree t;
         Root *r = NULL;
@@ -258,7 +275,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_values), cmocka_unit_test(test_read_fake),
                 cmocka_unit_test(test_root_layouts), cmocka_unit_test(test_ksmd),
-                cmocka_unit_test(test_knob_journal), cmocka_unit_test(test_probe_fake),
+                cmocka_unit_test(test_knob_journal), cmocka_unit_test(test_knob_journal_odd_lines), cmocka_unit_test(test_probe_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
