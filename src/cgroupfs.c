@@ -144,6 +144,13 @@ static int libvirt_machine_name(const char *m, char **ret) {
         return 0;
 }
 
+static bool name_is_printable_component(const char *s) {
+        for (const unsigned char *p = (const unsigned char *) s; *p; p++)
+                if (*p == '/' || *p < 0x20 || *p == 0x7f)
+                        return false;
+        return true;
+}
+
 int cgroup_path_get_machine(const char *path, char **ret) {
         for (const char *c = path; c && *c;) {
                 const char *slash = strchr(c, '/');
@@ -158,6 +165,14 @@ int cgroup_path_get_machine(const char *path, char **ret) {
                         comp[len - strlen(".scope")] = 0;
                         if (cgroup_unescape(comp + strlen("machine-"), &plain) < 0)
                                 return -ENOMEM;
+                        /* Neither machined nor libvirt names a machine with
+                         * '/' or control characters; "machine-a\x2fb.scope"
+                         * decoded to "a/b" (found by fuzz-cgroup) and would
+                         * reach logs, the bus and metrics labels as a path. */
+                        if (!name_is_printable_component(plain)) {
+                                c = slash ? slash + 1 : NULL;
+                                continue;
+                        }
                         return libvirt_machine_name(plain, ret);
                 }
                 const char *dot = strstr(comp, ".libvirt-");

@@ -96,6 +96,11 @@ static void test_machine(void **state) {
         check_machine("machine.slice", NULL);
         check_machine("machine-.scope", NULL);
         check_machine("", NULL);
+        /* found by fuzz-cgroup: an escaped '/' or control character does
+         * not make a machine name */
+        check_machine("machine.slice/machine-qemu\\x2d3\\x2da\\x2fb.scope", NULL);
+        check_machine("machine.slice/machine-evil\\x0a.scope", NULL);
+        check_machine("machine-a\\x2fb.scope/machine-ok.scope", "ok");
 }
 
 int main(void) {
