@@ -8,6 +8,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
+#include "policy.h"
 #include "probe.h"
 #include "root.h"
 #include "util.h"
@@ -146,6 +147,22 @@ int main(int argc, char *argv[]) {
                 bool bad = r < 0 || diag.n > 0;
                 if (!bad)
                         printf("%s: OK%s\n", path, found ? "" : " (absent: built-in defaults)");
+                conf_diag_free(&diag);
+
+                /* The policies of the directories this configuration names. */
+                PolicySet policies = {};
+                r = policy_set_load(cfg.policy_dirs, NULL, &policies, &diag);
+                conf_diag_print(&diag, stderr);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot load policies: %m");
+                        bad = true;
+                } else {
+                        if (diag.n > 0 || policies.n_rejected > 0)
+                                bad = true;
+                        else
+                                printf("policies: OK, %zu in use (%zu masked)\n", policies.n, policies.n_masked);
+                }
+                policy_set_done(&policies);
                 conf_diag_free(&diag);
                 config_done(&cfg);
                 return bad ? EXIT_CONFIG : EXIT_OK;
