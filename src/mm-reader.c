@@ -302,12 +302,15 @@ int mm_reader_queue_ksm_stat(MmReader *r, int pid, uint64_t start_time_ticks) {
 int mm_reader_dispatch(MmReader *r) {
         Shared *s = r->s;
         Job *done, *overdue = NULL;
-        uint64_t now = now_usec(CLOCK_MONOTONIC), buf;
+        uint64_t now, buf;
         int n = 0;
 
         (void) !read(s->efd, &buf, sizeof buf);
 
         pthread_mutex_lock(&s->lock);
+        /* Read the clock under the lock: a worker stamps started_usec
+         * under it too, so no job can look as if it started in the future. */
+        now = now_usec(CLOCK_MONOTONIC);
         done = s->done;
         s->done = NULL;
         for (Job *j = done; j; j = j->next)
