@@ -760,6 +760,7 @@ COLUMNS = [
     ("tail cpu%", lambda r: r["tail_cpu_pct"], "{:.2f}"),
     ("us/page", lambda r: r["us_per_page"], "{:.2f}"),
     ("blocked%", lambda r: r["blocked_pct"], "{:.1f}"),
+    ("D other%", lambda r: r["d_other_pct"], "{:.1f}"),
     ("saved MiB", lambda r: r["saved_bytes"] / (1 << 20), "{:.0f}"),
     ("cpu s/GiB", lambda r: r["cpu_per_gib"], "{:.2f}"),
     ("cont kops/s", lambda r: r["contender"]["ops_per_s"] / 1000 if "contender" in r else None, "{:.1f}"),
