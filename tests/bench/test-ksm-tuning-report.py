@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The benchmark's verdicts on hand-built results: the tuning engineer reads
+PASS/FAIL from them, so a wrong comparison would steer the controller wrong.
+Touches no kernel state (the harness only acts from main())."""
+
+import importlib.util
+import io
+import os
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+spec = importlib.util.spec_from_file_location("bench", os.path.join(HERE, "ksm-tuning-bench.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+GIB_PAGES = (1 << 30) // bench.PAGE
+
+
+def run(merge_s, cpu_s, tail=0.2, saved_pages=6144, contender=None, **extra):
+    r = {"merge_s": merge_s, "timed_out": merge_s is None, "ksmd_cpu_s": cpu_s, "tail_cpu_pct": tail,
+         "us_per_page": 1.0, "blocked_pct": 0.0, "d_other_pct": 0.0, "saved_bytes": saved_pages * bench.PAGE,
+         "cpu_per_gib": cpu_s / (saved_pages * bench.PAGE / bench.GIB) if saved_pages else None,
+         "ksmd_cpu_pct": extra.pop("ksmd_cpu_pct", 1.0), "sharing_series": [(0.0, 0), (1.0, saved_pages)],
+         "repeat": 1}
+    if contender:
+        r["contender"] = {"ops_per_s": contender[0], "p99_us": contender[1], "p50_us": 1.0, "ops": 1}
+    r.update(extra)
+    return r
+
+
+def verdicts(results):
+    return {name: v.strip() for v, name, _ in bench.evaluate_targets(results)}
+
+
+class Targets(unittest.TestCase):
+    def test_s1_pass_and_fail(self):
+        res = {"S1": {"aggressive": [run(0.15, 10.0, tail=50.0)], "defaults": [run(4.0, 0.1, tail=0.2)],
+                      "advisor": [run(20.0, 1.4)], "ksmtuned": [run(None, 0.0, tail=None)],
+                      "ksmtuned2": [run(0.9, 1.2, tail=0.3)]}}
+        v = verdicts(res)
+        # bound is max(0.3, 1.15) = 1.15 s
+        self.assertEqual(v["S1 merge time <= max(2x aggressive, aggressive + 1 s)"], "PASS")
+        self.assertEqual(v["S1 ksmd CPU incl. tail <= 0.15x aggressive"], "PASS")  # 1.2 <= 1.5
+        self.assertEqual(v["S1 idle-tail ksmd CPU <= 2x defaults'"], "PASS")   # 0.3 <= 0.4
+        self.assertEqual(v["S1 merge faster than defaults"], "PASS")
+        self.assertEqual(v["S1 merge faster than ksmtuned"], "PASS")       # a timeout is slower than anything
+        res["S1"]["ksmtuned2"] = [run(1.3, 1.6, tail=0.5)]
+        v = verdicts(res)
+        self.assertEqual(v["S1 merge time <= max(2x aggressive, aggressive + 1 s)"], "FAIL")
+        self.assertEqual(v["S1 ksmd CPU incl. tail <= 0.15x aggressive"], "FAIL")
+        self.assertEqual(v["S1 idle-tail ksmd CPU <= 2x defaults'"], "FAIL")
+
+    def test_doing_nothing_passes_no_cost_target(self):
+        res = {"S1": {"aggressive": [run(0.15, 10.0)], "defaults": [run(4.0, 0.1)],
+                      "ksmtuned2": [run(None, 0.0, tail=None, saved_pages=0)]}}
+        v = verdicts(res)
+        self.assertEqual(v["S1 merge time <= max(2x aggressive, aggressive + 1 s)"], "FAIL")
+        self.assertEqual(v["S1 ksmd CPU incl. tail <= 0.15x aggressive"], "FAIL")
+        self.assertEqual(v["S1 idle-tail ksmd CPU <= 2x defaults'"], "FAIL")
+        self.assertEqual(v["S1 merge faster than defaults"], "FAIL")
+
+    def test_median_of_repeats(self):
+        # Median 0.5 s passes although one repeat was slow.
+        res = {"S1": {"aggressive": [run(0.1, 10), run(0.2, 10), run(0.15, 10)],
+                      "ksmtuned2": [run(0.5, 1), run(5.0, 1), run(0.4, 1)]}}
+        self.assertEqual(verdicts(res)["S1 merge time <= max(2x aggressive, aggressive + 1 s)"], "PASS")
+        self.assertAlmostEqual(bench.merge_median(res["S1"]["ksmtuned2"]), 0.5)
+        # A timed-out repeat counts as slower than every finished one.
+        self.assertEqual(bench.merge_median([run(None, 0), run(None, 0), run(1.0, 0)]), bench.INF)
+
+    def test_contender(self):
+        off = [run(None, 0.0, contender=(75000, 40.0))]
+        res = {"S2": {"off": off, "aggressive": [run(0.2, 5, contender=(25000, 320.0))],
+                      "ksmtuned2": [run(0.8, 0.5, contender=(70000, 47.0))]}}
+        v = verdicts(res)
+        self.assertEqual(v["S2 contender throughput >= 0.9x KSM off"], "PASS")   # 0.93x
+        self.assertEqual(v["S2 contender p99 <= 1.2x KSM off"], "PASS")           # 1.18x
+        res["S2"]["ksmtuned2"] = [run(0.8, 0.5, contender=(65000, 49.0))]
+        v = verdicts(res)
+        self.assertEqual(v["S2 contender throughput >= 0.9x KSM off"], "FAIL")   # 0.87x
+        self.assertEqual(v["S2 contender p99 <= 1.2x KSM off"], "FAIL")           # 1.23x
+        self.assertNotIn("S2 ksmd CPU incl. tail <= 0.15x aggressive", v)        # S1 and S4 only
+
+    def test_s4_cpu_per_gib(self):
+        sharing = 245760  # 5 x 49152 pages
+        res = {"S4": {"aggressive": [run(2.0, 20.0, saved_pages=sharing)],
+                      "ksmtuned2": [run(2.5, 2.0, saved_pages=sharing)]}}
+        v = verdicts(res)
+        self.assertEqual(v["S4 CPU-s per GiB saved <= 0.25x aggressive"], "PASS")
+        self.assertEqual(v["S4 ksmd CPU incl. tail <= 0.15x aggressive"], "PASS")
+        res["S4"]["ksmtuned2"] = [run(2.5, 6.0, saved_pages=sharing)]
+        self.assertEqual(verdicts(res)["S4 CPU-s per GiB saved <= 0.25x aggressive"], "FAIL")
+
+    def test_s5_daemon(self):
+        res = {"S5": {"defaults": [run(None, 0.1, ksmd_cpu_pct=0.6, timed_out=False)],
+                      "ksmtuned2": [run(None, 0.0, ksmd_cpu_pct=0.2, daemon_cpu_pct=0.1, daemon_hwm_mib=4.0,
+                                        timed_out=False)]}}
+        v = verdicts(res)
+        self.assertEqual(v["S5 daemon CPU <= 0.5% of one core"], "PASS")
+        self.assertEqual(v["S5 daemon RSS <= 16 MiB"], "PASS")
+        self.assertEqual(v["S5 idle ksmd CPU <= 2x defaults'"], "PASS")
+        res["S5"]["ksmtuned2"][0].update(daemon_cpu_pct=0.7, daemon_hwm_mib=17.0, ksmd_cpu_pct=1.3)
+        v = verdicts(res)
+        self.assertEqual(v["S5 daemon CPU <= 0.5% of one core"], "FAIL")
+        self.assertEqual(v["S5 daemon RSS <= 16 MiB"], "FAIL")
+        self.assertEqual(v["S5 idle ksmd CPU <= 2x defaults'"], "FAIL")
+
+    def test_table_and_ratios_print(self):
+        res = {"S1": {"aggressive": [run(0.15, 10.0), run(0.17, 11.0)], "ksmtuned": [run(None, 0.0, tail=None)],
+                      "ksmtuned2": [run(0.9, 1.2)]}}
+        out = io.StringIO()
+        bench.print_table("S1", res["S1"], 120, out)
+        bench.print_ratios("S1", res["S1"], out)
+        text = out.getvalue()
+        self.assertIn("0.16s [0.15..0.17]", text)   # median and spread of the two repeats
+        self.assertIn(">120s", text)                # the timeout, never a number
+        self.assertIn("ksmtuned2 / aggressive: merge 5.62x", text)
+        self.assertIn("ksmtuned2 / ksmtuned: merge peer never", text)
+
+
+if __name__ == "__main__":
+    unittest.main()
