@@ -38,6 +38,7 @@ typedef struct DiscoveryOptions {
         uint64_t self_test_timeout_usec; /* 0: default 1 s */
         uint64_t action_retry_usec;     /* re-plan an action not carried out after; 0: default 60 s */
         bool force_polling;             /* tests: behave as if events never arrive */
+        size_t events_rcvbuf_bytes;     /* tests: a small socket buffer provokes ENOBUFS; 0: 8 MiB */
         DecisionLog *decisions;         /* optional: verdict changes are recorded there */
 } DiscoveryOptions;
 

@@ -52,8 +52,9 @@ typedef struct ProcEvents ProcEvents;
 
 /* Opens the connector socket and subscribes (PROC_CN_MCAST_LISTEN). Needs
  * CAP_NET_ADMIN in the initial user namespace: -EPERM otherwise;
- * -EPROTONOSUPPORT without the connector. */
-int proc_events_open(ProcEvents **ret);
+ * -EPROTONOSUPPORT without the connector. rcvbuf_bytes 0 is the default
+ * (8 MiB); tests pass a small one to provoke ENOBUFS. */
+int proc_events_open(size_t rcvbuf_bytes, ProcEvents **ret);
 ProcEvents *proc_events_free(ProcEvents *pe);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcEvents *, proc_events_free);
 

@@ -335,7 +335,7 @@ int discovery_start(Discovery *d) {
         if (d->opts.force_polling)
                 set_polling(d, "polling requested");
         else {
-                r = proc_events_open(&d->events);
+                r = proc_events_open(d->opts.events_rcvbuf_bytes, &d->events);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {

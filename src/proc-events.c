@@ -157,7 +157,7 @@ static int send_mcast_op(struct nl_sock *sk, enum proc_cn_mcast_op op) {
         return r < 0 ? -EIO : 0;
 }
 
-int proc_events_open(ProcEvents **ret) {
+int proc_events_open(size_t rcvbuf_bytes, ProcEvents **ret) {
         _cleanup_(proc_events_freep) ProcEvents *pe = NULL;
         int r;
 
@@ -180,7 +180,7 @@ int proc_events_open(ProcEvents **ret) {
         r = nl_socket_set_nonblocking(pe->sk);
         if (r < 0)
                 return -EIO;
-        int fd = nl_socket_get_fd(pe->sk), size = PROC_EVENTS_RCVBUF_BYTES;
+        int fd = nl_socket_get_fd(pe->sk), size = (int) (rcvbuf_bytes ? rcvbuf_bytes : PROC_EVENTS_RCVBUF_BYTES);
         if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
                 (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
 

@@ -300,6 +300,54 @@ static void test_storm_leaves_no_stale_entries(void **state) {
         discovery_free(d);
 }
 
+/* Events lost to a full socket buffer (ENOBUFS) are noticed and answered
+ * with a rescan, after which the model again matches /proc. */
+static void test_overflow_resyncs(void **state) {
+        /* 4 KiB (the kernel doubles it, to 8 KiB) holds a handful of events. */
+        DiscoveryOptions o = { .events_rcvbuf_bytes = 4096 };
+        Discovery *d = new_discovery(&o);
+        enum { N = 300 };
+        Storm s = { .pids = calloc(N, sizeof(pid_t)) };
+        assert_non_null(s.pids);
+
+        /* Not running the loop meanwhile: the socket must overflow. */
+        for (size_t i = 0; i < N; i++) {
+                pid_t pid = fork();
+                assert_true(pid >= 0);
+                if (pid == 0)
+                        _exit(0);
+                s.pids[s.n++] = pid;
+                waitpid(pid, NULL, 0);
+        }
+        /* A process that lives on, forked while events are being lost. */
+        int go;
+        pid_t survivor = spawn_in_cgroup((char *[]) { "/bin/sleep", "30", NULL }, &go);
+        assert_int_equal(write(go, "x", 1), 1);
+        usleep(100 * 1000);
+        for (size_t i = 0; i < N; i++) {
+                pid_t pid = fork();
+                if (pid == 0)
+                        _exit(0);
+                waitpid(pid, NULL, 0);
+        }
+        run_loop_for(300 * USEC_PER_MSEC);
+
+        DiscoveryStatus st;
+        discovery_get_status(d, &st);
+        print_message("overflow: %" PRIu64 " ENOBUFS, %" PRIu64 " events read, %" PRIu64 " rescans for it, %" PRIu64
+                      " full scans\n",
+                      st.events.overflows, st.events.events, st.overflow_resyncs, st.full_scans);
+        assert_true(st.events.overflows >= 1);
+        assert_true(st.overflow_resyncs >= 1);
+        assert_true(st.full_scans >= 2);
+        assert_true(storm_clean(d, &s));
+        Want w = { survivor, "sleep" };
+        assert_true(has_verdict(d, &w));
+        reap(survivor);
+        free(s.pids);
+        discovery_free(d);
+}
+
 typedef struct Contended {
         pid_t contender;
         pid_t *victims;
@@ -435,6 +483,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_in_cgroup_then_exit),
                 cmocka_unit_test(test_storm_leaves_no_stale_entries),
+                cmocka_unit_test(test_overflow_resyncs),
                 cmocka_unit_test(test_contended_process_does_not_stall_others),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
