@@ -81,6 +81,10 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag);
  * fine. -ENOMEM only. */
 int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret, ConfDiag *diag);
 
+/* Every key, for the documentation test. */
+extern const ConfItem policy_table[];
+extern const size_t policy_table_size;
+
 /* Glob matching of the [Match] keys, exposed for tests. A cgroup glob
  * matches the path or any of its ancestors ("machine.slice/machine-*.scope"
  * matches ".../machine-qemu\x2d1\x2dvm.scope/libvirt/emulator"); '*' does not

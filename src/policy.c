@@ -140,7 +140,7 @@ static const ConfRange age_range = { 0, 7 * 24 * 3600 * USEC_PER_SEC };
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Policy, field), data }
 
-static const ConfItem policy_table[] = {
+const ConfItem policy_table[] = {
         ITEM("Match", "Cgroup", parse_globs_cgroup, cgroup, &match_data),
         ITEM("Match", "Comm", parse_globs_comm, comm, &match_data),
         ITEM("Match", "Exe", parse_globs_exe, exe, &match_data),
@@ -152,6 +152,8 @@ static const ConfItem policy_table[] = {
         ITEM("Merge", "MinAnonMiB", conf_parse_u64, min_anon_mib, &anon_range),
         ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
 };
+
+const size_t policy_table_size = ELEMENTSOF(policy_table);
 
 static void *section_base(void *userdata, const char *section, unsigned line) {
         Policy *p = userdata;
@@ -195,7 +197,7 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
                 return -EBADMSG;
         }
         ConfParseOptions opts = { .section_base = section_base, .userdata = &p };
-        r = conf_parse_file(f, path, policy_table, ELEMENTSOF(policy_table), &p, &opts, diag);
+        r = conf_parse_file(f, path, policy_table, policy_table_size, &p, &opts, diag);
         if (r < 0) {
                 policy_done(&p);
                 return r;

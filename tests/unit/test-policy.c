@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -334,6 +335,30 @@ static void test_shipped_policies(void **state) {
         policy_set_done(&s);
 }
 
+/* ksmtuned2.policy(5) documents every key of the table in its section. */
+static void test_man_page_has_every_key(void **state) {
+        const char *src = getenv("SOURCE_ROOT");
+        _cleanup_free_ char *text = NULL;
+        char path[1024];
+
+        assert_non_null(src);
+        snprintf(path, sizeof path, "%s/man/ksmtuned2.policy.5", src);
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &text, NULL), 0);
+        for (size_t i = 0; i < policy_table_size; i++) {
+                const ConfItem *it = &policy_table[i];
+                char heading[128], want[128];
+                snprintf(heading, sizeof heading, "\n.SH \"[%s] SECTION\"\n", it->section);
+                const char *sec = strstr(text, heading);
+                if (!sec)
+                        fail_msg("%s lacks the heading for [%s]", path, it->section);
+                const char *next = strstr(sec + 1, "\n.SH ");
+                snprintf(want, sizeof want, "\n.TP\n.BI %s= ", it->key);
+                const char *hit = strstr(sec, want);
+                if (!hit || (next && hit > next))
+                        fail_msg("%s does not document %s= in its [%s] section", path, it->key, it->section);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_good),
@@ -342,6 +367,7 @@ int main(void) {
                 cmocka_unit_test(test_glob),
                 cmocka_unit_test(test_classify),
                 cmocka_unit_test(test_shipped_policies),
+                cmocka_unit_test(test_man_page_has_every_key),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
