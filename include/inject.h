@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "root.h"
+
+/* Runs a few system calls inside another, live process with ptrace
+ * (x86-64 only): the only way to reach PR_SET_MEMORY_MERGE, which is per mm
+ * and settable only by the process itself, on a stock kernel.
+ *
+ * How, and why it cannot harm the target:
+ *  - PTRACE_SEIZE one thread (never PTRACE_O_EXITKILL) and PTRACE_INTERRUPT
+ *    it; the stop is inside the kernel's signal path (get_signal), after an
+ *    interrupted blocking syscall has set rax to -ERESTART*.
+ *  - Save the registers (PTRACE_GETREGS) and, for the fallback frame below,
+ *    the xstate (NT_X86_XSTATE) and signal mask.
+ *  - Below the red zone of the thread's stack write a complete rt_sigframe
+ *    holding the saved state, then point rip at a `syscall; ret` the target
+ *    already has (libc, vdso) and rsp at the frame, whose return slot is a
+ *    `mov $15,%rax; syscall` (glibc/musl __restore_rt, Go's sigreturn).
+ *    Should the tracer die at any moment from here on (the daemon SIGKILLed),
+ *    the kernel detaches and the target runs: the syscall, `ret` into the
+ *    restorer, rt_sigreturn, and it is back in its own state (with an
+ *    interrupted syscall rewound for restart, as CRIU does; a
+ *    -ERESTART_RESTARTBLOCK call is re-issued with its original arguments,
+ *    i.e. a relative sleep starts again). Its FP/SSE/AVX state comes back
+ *    from the xstate image, its signal mask from the frame, and its
+ *    sigaltstack is left alone (the frame's ss_flags are invalid on purpose:
+ *    rt_sigreturn ignores restore_altstack()'s EINVAL).
+ *  - Normally the tracer lives: PTRACE_SYSCALL to the call's entry and exit
+ *    stops, read rax, then PTRACE_INTERRUPT + PTRACE_CONT into another stop
+ *    inside get_signal, where the saved registers go back *exactly*
+ *    (orig_rax included), the stack bytes are put back, and PTRACE_DETACH.
+ *    Leaving get_signal the kernel then applies its own restart logic to the
+ *    restored registers, so -ERESTARTSYS/-ERESTARTNOINTR/-ERESTARTNOHAND
+ *    syscalls restart and -ERESTART_RESTARTBLOCK ones continue through
+ *    restart_syscall with their restart_block intact (a nanosleep keeps its
+ *    remaining time).
+ *  - Signals that arrive while the target runs injected code are held and
+ *    delivered at detach, in the target's own context.
+ *
+ * Refused, without touching the target: a thread already traced (-EBUSY),
+ * a process stopped by job control (-EAGAIN), a zombie or exiting process
+ * (-ESRCH), a seccomp filter unless allowed (-EACCES: a filter may kill on
+ * prctl; see merge.h), a 32-bit or shadow-stack task or a non-x86-64 build
+ * (-EOPNOTSUPP), no usable gadgets in its executable mappings (-ENOEXEC),
+ * no writable room below its stack pointer (-EFAULT). */
+
+typedef struct InjectSyscall {
+        long nr;
+        uint64_t args[6];
+        long ret;               /* filled in: the raw return value, -errno on failure */
+} InjectSyscall;
+
+/* Points where a test can park the injector to kill it there. */
+typedef enum InjectPhase {
+        INJECT_PHASE_SEIZED,            /* attached, target still running */
+        INJECT_PHASE_STOPPED,           /* in the interrupt stop, nothing changed */
+        INJECT_PHASE_FRAME_WRITTEN,     /* fallback frame below the red zone, registers untouched */
+        INJECT_PHASE_REGS_SET,          /* injected registers in place, target not resumed */
+        INJECT_PHASE_SYSCALL_ENTRY,     /* at an injected call's entry stop */
+        INJECT_PHASE_SYSCALL_EXIT,      /* at its exit stop */
+        INJECT_PHASE_FINAL_STOP,        /* back in get_signal, injected registers still in place */
+        INJECT_PHASE_RESTORED,          /* original registers back, not yet detached */
+        _INJECT_PHASE_MAX,
+} InjectPhase;
+
+const char *inject_phase_to_string(InjectPhase p);
+
+typedef struct InjectOptions {
+        uint64_t stop_timeout_usec;     /* 0: 2 s. A thread in uninterruptible sleep longer than
+                                         * this is waited for anyway (it cannot be detached before it
+                                         * stops), then released untouched with -ETIMEDOUT. */
+        bool allow_seccomp;             /* inject into Seccomp: 2 (filter) processes */
+        void (*phase_hook)(InjectPhase phase, void *userdata);
+        void *userdata;
+} InjectOptions;
+
+typedef struct InjectStats {
+        int tid;                        /* the thread that ran the calls */
+        uint64_t total_usec;            /* from the checks to detach */
+        uint64_t pause_usec;            /* the thread was stopped or running injected code */
+        unsigned signals_held;          /* signals that arrived meanwhile, delivered at detach */
+        char reason[128];               /* why it was refused, when it was */
+} InjectStats;
+
+/* Whether this build can inject at all. */
+bool inject_supported(void);
+
+/* Runs calls[0..n) in one thread of process pid, in order. pidfd is that
+ * process's pidfd (the caller checked its start time): a pid reused after
+ * pidfd_open is noticed and the stranger left alone (-ESRCH). Returns 0 when
+ * every call ran (each call's own result in ->ret; a failing call does not
+ * stop the rest), or -errno as listed above. ret_stats may be NULL; its
+ * reason is set on refusals. */
+int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
+                    const InjectOptions *o, InjectStats *ret_stats);

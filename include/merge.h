@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+#include "merge-method.h"
+#include "plan.h"
+#include "probe.h"
+#include "root.h"
+
+/* The merge actuator: carries out ProcessAction entries (plan.h) through a
+ * pidfd and reports what happened, one MergeOutcome per action. Errors of
+ * one process (ESRCH, EPERM, EINVAL, ...) are outcomes, never failures of
+ * the call; only -ENOMEM is returned.
+ *
+ * Mechanisms, chosen from the start-up Probe and the action's MergeMethod:
+ *   process_ksm  process_ksm_enable/disable(pidfd, 0), out-of-tree syscalls
+ *                whose numbers /sys/kernel/process_ksm publishes. Whole mm,
+ *                like PR_SET_MEMORY_MERGE.
+ *   madvise      process_madvise(pidfd, ranges, MADV_(UN)MERGEABLE) over the
+ *                anonymous private ranges of /proc/<pid>/maps, on kernels that
+ *                allow it remotely (upstream 6.18 answers EINVAL). Ranges
+ *                only: mappings made later are not covered.
+ *   inject       prctl(PR_SET_MEMORY_MERGE, 1|0) run inside the target with
+ *                ptrace (inject.h); where a process marked ranges itself (QEMU
+ *                guest RAM), disabling injects madvise(MADV_UNMERGEABLE) over
+ *                its mappings instead, since PR_SET_MEMORY_MERGE 0 only acts
+ *                on a process that has ksm_merge_any set.
+ *   Method=any tries process_ksm, madvise, inject in that order (whole-mm
+ *   mechanisms first: they also cover memory mapped later); Method=none is
+ *   never touched. A named method this kernel lacks is an "unsupported"
+ *   outcome, not a silent fallback.
+ *
+ * Before acting: the pid is opened as a pidfd, its start time compared with
+ * the action's (a reused pid is "gone"), and ksm_stat read: a process
+ * already merging (ksm_merge_any: yes, or ranges it marked itself) is
+ * recognised and not touched; one not merging is not "disabled" again.
+ * After acting, ksm_stat is read again to check that the kernel did it.
+ *
+ * Capabilities (for the sandbox, sandbox.c):
+ *   all          none for pidfd_open(2); CAP_DAC_OVERRIDE (or same uid) and
+ *                PTRACE_MODE_READ for ksm_stat and maps of other users.
+ *   process_ksm  CAP_SYS_NICE, plus PTRACE_MODE_READ_FSCREDS on the target
+ *                (CAP_SYS_PTRACE for another uid or a non-dumpable process),
+ *                as the patch's do_process_ksm_control() checks.
+ *   madvise      the same: mainline process_madvise() takes
+ *                mm_access(PTRACE_MODE_READ_FSCREDS) and then, for any remote
+ *                advice, CAP_SYS_NICE (EPERM); patches that allow
+ *                MADV_MERGEABLE remotely widen process_madvise_remote_valid()
+ *                and keep those checks.
+ *   inject       CAP_SYS_PTRACE (PTRACE_MODE_ATTACH_REALCREDS for
+ *                PTRACE_SEIZE and /proc/<pid>/mem; Yama ptrace_scope 1 and 2
+ *                also need it, 3 forbids attaching at all). No CAP_SYS_NICE.
+ *   System calls the actuator makes (seccomp allow-list): pidfd_open,
+ *   pidfd_send_signal, process_madvise, the process_ksm numbers, ptrace,
+ *   wait4/waitid, pread64/pwrite64 (mem), openat/read/close, tgkill,
+ *   sched_yield, nanosleep/clock_nanosleep.
+ *
+ * Stopping the daemon unmerges nothing unless UnmergeOnExit=yes; then
+ * merge_ledger_unmerge() disables what the daemon itself enabled. */
+
+typedef enum MergeOutcomeKind {
+        MERGE_OUTCOME_DONE,             /* changed, and ksm_stat confirms it */
+        MERGE_OUTCOME_ALREADY,          /* already in the wanted state: not touched */
+        MERGE_OUTCOME_DRY_RUN,          /* would have been changed */
+        MERGE_OUTCOME_SKIPPED,          /* Method=none */
+        MERGE_OUTCOME_UNSUPPORTED,      /* the kernel (or build) lacks the method */
+        MERGE_OUTCOME_REFUSED,          /* not done to protect the target (traced, seccomp, stopped) */
+        MERGE_OUTCOME_FAILED,           /* the kernel said no (EPERM, EINVAL, ...) */
+        MERGE_OUTCOME_GONE,             /* exited, or the pid was reused */
+        _MERGE_OUTCOME_KIND_MAX,
+} MergeOutcomeKind;
+
+const char *merge_outcome_kind_to_string(MergeOutcomeKind k); /* "done", "already", ... */
+
+typedef struct MergeOutcome {
+        int pid;
+        uint64_t start_time_ticks;
+        MergeAction action;
+        MergeMethod requested;
+        MergeMethod used;               /* the mechanism tried last; MERGE_METHOD_NONE when none */
+        MergeOutcomeKind kind;
+        int error;                      /* positive errno, 0 on success */
+        uint64_t duration_usec;         /* the whole action */
+        uint64_t pause_usec;            /* the target thread was held by ptrace (inject only) */
+        uint64_t time_usec;             /* CLOCK_MONOTONIC when it finished */
+        /* For status lines and the bus: "method inject: enabled (tid 812,
+         * paused 74 us)", "method inject refused: EBUSY (already traced by pid
+         * 77)", "method madvise unsupported: EINVAL (...)". */
+        char text[192];
+} MergeOutcome;
+
+static inline bool merge_outcome_ok(const MergeOutcome *o) {
+        return o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_ALREADY ||
+               o->kind == MERGE_OUTCOME_DRY_RUN || o->kind == MERGE_OUTCOME_SKIPPED;
+}
+
+typedef struct MergeReport {
+        MergeOutcome *outcomes;
+        size_t n;
+} MergeReport;
+
+void merge_report_done(MergeReport *r);
+/* The latest outcome for pid in r, NULL when none. */
+const MergeOutcome *merge_report_find(const MergeReport *r, int pid);
+
+typedef struct MergeContext {
+        const Root *root;
+        const Probe *probe;
+        bool dry_run;
+        bool inject_seccomp;            /* InjectIntoSeccomp=: inject into Seccomp: 2 processes */
+        uint64_t stop_timeout_usec;     /* for inject; 0: its default */
+} MergeContext;
+
+/* Carries out one action. Returns 0 (the outcome says what happened) or
+ * -ENOMEM. */
+int merge_apply_one(const MergeContext *c, const ProcessAction *a, MergeOutcome *ret);
+/* Carries out n actions in order, appending one outcome each to ret. */
+int merge_apply(const MergeContext *c, const ProcessAction *a, size_t n, MergeReport *ret);
+
+/* The processes the daemon itself enabled (pid, start time, mechanism), so
+ * that UnmergeOnExit=yes disables exactly those and nothing else. */
+typedef struct MergeLedgerEntry {
+        int pid;
+        uint64_t start_time_ticks;
+        MergeMethod method;
+} MergeLedgerEntry;
+
+typedef struct MergeLedger {
+        MergeLedgerEntry *entries;
+        size_t n, alloc;
+} MergeLedger;
+
+void merge_ledger_done(MergeLedger *l);
+/* Records DONE enables and forgets DONE disables and GONE processes. */
+int merge_ledger_update(MergeLedger *l, const MergeReport *r);
+/* Disables every entry (with the method that enabled it); outcomes go to ret. */
+int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret);
+
+/* A thread that applies plans off the event loop: reading maps and ksm_stat
+ * takes the target's mmap_lock, and a ptrace stop waits for the target. The
+ * loop submits the plan's actions and takes the report on a later tick. The
+ * worker is the only thread that ptraces (a tracer is a thread, not a
+ * process). */
+typedef struct MergeWorker MergeWorker;
+
+/* c->root and c->probe must outlive the worker. */
+int merge_worker_start(const MergeContext *c, MergeWorker **ret);
+/* Queues a copy of the actions. -EBUSY while the previous batch runs (try
+ * next tick), 0 when queued (also for n == 0: nothing happens). */
+int merge_worker_submit(MergeWorker *w, const ProcessAction *a, size_t n);
+bool merge_worker_busy(MergeWorker *w);
+/* Moves the finished batch's outcomes into ret (appending). Returns 1 when
+ * there was one, 0 when none is ready. */
+int merge_worker_take(MergeWorker *w, MergeReport *ret);
+/* Changes dry_run / inject_seccomp for later batches (reload). */
+void merge_worker_set_options(MergeWorker *w, bool dry_run, bool inject_seccomp);
+/* Waits for the running batch, then, with UnmergeOnExit=yes, disables what
+ * the worker enabled (outcomes into ret, which may be NULL). */
+int merge_worker_unmerge_all(MergeWorker *w, MergeReport *ret);
+/* Waits for the running batch and stops the thread. */
+MergeWorker *merge_worker_stop(MergeWorker *w);
+DEFINE_TRIVIAL_CLEANUP_FUNC(MergeWorker *, merge_worker_stop);

@@ -1,0 +1,755 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* System calls run inside another process with ptrace; see inject.h for the
+ * method and why it cannot leave the target stopped or broken. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__x86_64__)
+#include <elf.h>
+#include <stddef.h>
+#include <sys/user.h>
+#endif
+
+#include "inject.h"
+#include "proc-maps.h"
+#include "procfs.h"
+#include "syscalls.h"
+#include "util.h"
+
+static const char *const phase_names[_INJECT_PHASE_MAX] = {
+        [INJECT_PHASE_SEIZED] = "seized",
+        [INJECT_PHASE_STOPPED] = "stopped",
+        [INJECT_PHASE_FRAME_WRITTEN] = "frame-written",
+        [INJECT_PHASE_REGS_SET] = "regs-set",
+        [INJECT_PHASE_SYSCALL_ENTRY] = "syscall-entry",
+        [INJECT_PHASE_SYSCALL_EXIT] = "syscall-exit",
+        [INJECT_PHASE_FINAL_STOP] = "final-stop",
+        [INJECT_PHASE_RESTORED] = "restored",
+};
+
+const char *inject_phase_to_string(InjectPhase p) {
+        return p >= 0 && p < _INJECT_PHASE_MAX ? phase_names[p] : NULL;
+}
+
+#if !defined(__x86_64__)
+
+bool inject_supported(void) {
+        return false;
+}
+
+int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
+                    const InjectOptions *o, InjectStats *ret_stats) {
+        if (ret_stats) {
+                *ret_stats = (InjectStats) {};
+                strscpy(ret_stats->reason, sizeof ret_stats->reason, "injection is implemented for x86-64 only");
+        }
+        return -EOPNOTSUPP;
+}
+
+#else
+
+bool inject_supported(void) {
+        return true;
+}
+
+/* The kernel's restart codes (include/linux/errno.h, not exported). */
+#define K_ERESTARTSYS 512
+#define K_ERESTARTNOINTR 513
+#define K_ERESTARTNOHAND 514
+#define K_ERESTART_RESTARTBLOCK 516
+
+#define USER_CS_64 0x33 /* __USER_CS: a 64-bit task; 0x23 is ia32 */
+
+/* struct rt_sigframe of arch/x86/include/asm/sigframe.h for 64-bit tasks,
+ * with the uapi sigcontext and ucontext spelled out. */
+struct k_sigcontext64 {
+        uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+        uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+        uint16_t cs, gs, fs, ss;
+        uint64_t err, trapno, oldmask, cr2;
+        uint64_t fpstate;
+        uint64_t reserved1[8];
+};
+
+struct k_stack {
+        uint64_t ss_sp;
+        int32_t ss_flags;
+        int32_t pad;
+        uint64_t ss_size;
+};
+
+struct k_ucontext {
+        uint64_t uc_flags;
+        uint64_t uc_link;
+        struct k_stack uc_stack;
+        struct k_sigcontext64 uc_mcontext;
+        uint64_t uc_sigmask;
+};
+
+struct k_rt_sigframe {
+        uint64_t pretcode;
+        struct k_ucontext uc;
+        uint8_t info[128];
+};
+
+_Static_assert(offsetof(struct k_rt_sigframe, uc.uc_mcontext) == 48, "sigcontext offset");
+_Static_assert(offsetof(struct k_rt_sigframe, uc.uc_sigmask) == 304, "sigmask offset");
+_Static_assert(sizeof(struct k_rt_sigframe) == 440, "rt_sigframe size");
+
+#define UC_FP_XSTATE 0x1
+#define UC_SIGCONTEXT_SS 0x2
+#define UC_STRICT_RESTORE_SS 0x4
+#define FP_XSTATE_MAGIC1 0x46505853U
+#define FP_XSTATE_MAGIC2 0x46505845U
+#define FXSAVE_SIZE 512
+#define XSTATE_BUF_MAX (64 * 1024)
+/* Invalid ss_flags: do_sigaltstack() answers EINVAL, which rt_sigreturn's
+ * restore_altstack() ignores, so the target's sigaltstack stays as it is
+ * (we cannot read it from outside). */
+#define SS_FLAGS_LEAVE_ALONE 4
+
+#define XFEATURE_MASK_XTILE (UINT64_C(3) << 17)
+
+static uint64_t xgetbv0(void) {
+        uint32_t lo, hi;
+        asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+        return ((uint64_t) hi << 32) | lo;
+}
+
+static const uint8_t gadget_syscall_ret[] = { 0x0f, 0x05, 0xc3 };
+static const uint8_t gadget_restorer[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+
+/* The most of the target's text read looking for the gadgets. */
+#define GADGET_SCAN_MAX (64U * 1024 * 1024)
+#define GADGET_CHUNK (256U * 1024)
+#define HELD_SIGNALS_MAX 16
+
+typedef struct Injector {
+        int pid, tid;
+        int pid_dirfd;
+        int mem_fd;
+        uint64_t g_syscall, g_restorer;
+        struct user_regs_struct saved;
+        uint64_t scratch_lo, scratch_hi;
+        uint8_t *scratch_orig;
+        bool scratch_written;
+        int held[HELD_SIGNALS_MAX];
+        unsigned n_held;
+        const InjectOptions *o;
+        uint64_t deadline_usec;
+        bool overran;
+} Injector;
+
+static void hook(const Injector *j, InjectPhase p) {
+        if (j->o && j->o->phase_hook)
+                j->o->phase_hook(p, j->o->userdata);
+}
+
+static int xptrace(int req, pid_t tid, void *addr, void *data) {
+        if (ptrace((enum __ptrace_request) req, tid, addr, data) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static int pidfd_alive(int pidfd) {
+        return sys_pidfd_send_signal(pidfd, 0, NULL, 0) < 0 ? negative_errno() : 0;
+}
+
+typedef enum StopKind {
+        STOP_EXITED,
+        STOP_EVENT,             /* PTRACE_EVENT_STOP: our interrupt or a group stop, inside get_signal */
+        STOP_SYSCALL,           /* syscall entry or exit (PTRACE_O_TRACESYSGOOD) */
+        STOP_SIGNAL,            /* signal-delivery stop */
+        STOP_OTHER,
+} StopKind;
+
+static StopKind classify_status(int st, int *ret_sig) {
+        *ret_sig = 0;
+        if (WIFEXITED(st) || WIFSIGNALED(st))
+                return STOP_EXITED;
+        if (!WIFSTOPPED(st))
+                return STOP_OTHER;
+        int sig = WSTOPSIG(st);
+        if ((st >> 16) == PTRACE_EVENT_STOP) {
+                *ret_sig = sig;
+                return STOP_EVENT;
+        }
+        if ((st >> 16) != 0)
+                return STOP_OTHER;
+        if (sig == (SIGTRAP | 0x80))
+                return STOP_SYSCALL;
+        *ret_sig = sig;
+        return STOP_SIGNAL;
+}
+
+/* Waits for the next ptrace stop of tid. Past the deadline it keeps waiting
+ * (a tracee cannot be detached before it stops) but remembers the overrun. */
+static int wait_stop(Injector *j, StopKind *ret_kind, int *ret_sig) {
+        unsigned spins = 0;
+        for (;;) {
+                int st;
+                pid_t k = waitpid(j->tid, &st, __WALL | (j->overran ? 0 : WNOHANG));
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == j->tid) {
+                        *ret_kind = classify_status(st, ret_sig);
+                        return 0;
+                }
+                if (now_usec(CLOCK_MONOTONIC) > j->deadline_usec) {
+                        j->overran = true;
+                        continue;
+                }
+                /* Stops come within microseconds; yield first, then back off. */
+                if (spins++ < 50)
+                        sched_yield();
+                else {
+                        struct timespec ts = { 0, (long) MIN(1000000U, 1000U << MIN(spins - 50, 10U)) };
+                        nanosleep(&ts, NULL);
+                }
+        }
+}
+
+static void hold_signal(Injector *j, int sig) {
+        /* Same signal twice collapses like a standard pending signal does. */
+        for (unsigned i = 0; i < j->n_held; i++)
+                if (j->held[i] == sig)
+                        return;
+        if (j->n_held < HELD_SIGNALS_MAX)
+                j->held[j->n_held++] = sig;
+}
+
+/* Detaches, delivering the first held signal with the detach and re-sending
+ * the rest (rare: their siginfo becomes SI_TKILL from us). */
+static int detach(Injector *j) {
+        int r = xptrace(PTRACE_DETACH, j->tid, NULL, (void *) (uintptr_t) (j->n_held > 0 ? j->held[0] : 0));
+        for (unsigned i = 1; i < j->n_held; i++)
+                (void) syscall(SYS_tgkill, j->pid, j->tid, j->held[i]);
+        return r;
+}
+
+static void restore_scratch(Injector *j) {
+        if (!j->scratch_written)
+                return;
+        size_t len = (size_t) (j->scratch_hi - j->scratch_lo);
+        if (pwrite(j->mem_fd, j->scratch_orig, len, (off_t) j->scratch_lo) == (ssize_t) len)
+                j->scratch_written = false;
+}
+
+static const uint8_t *memmem_u8(const uint8_t *h, size_t hn, const uint8_t *n, size_t nn) {
+        return memmem(h, hn, n, nn);
+}
+
+static int scan_mapping(Injector *j, const MapRange *m, uint8_t *buf, uint64_t *budget) {
+        const size_t overlap = sizeof gadget_restorer;
+        for (uint64_t a = m->start; a < m->end && *budget > 0;) {
+                size_t want = (size_t) MIN((uint64_t) GADGET_CHUNK, m->end - a);
+                ssize_t k = pread(j->mem_fd, buf, want, (off_t) a);
+                if (k <= 0)
+                        return 0; /* unreadable (e.g. execute-only): try the next mapping */
+                if (!j->g_syscall) {
+                        const uint8_t *p = memmem_u8(buf, (size_t) k, gadget_syscall_ret, sizeof gadget_syscall_ret);
+                        if (p)
+                                j->g_syscall = a + (uint64_t) (p - buf);
+                }
+                if (!j->g_restorer) {
+                        const uint8_t *p = memmem_u8(buf, (size_t) k, gadget_restorer, sizeof gadget_restorer);
+                        if (p)
+                                j->g_restorer = a + (uint64_t) (p - buf);
+                }
+                if (j->g_syscall && j->g_restorer)
+                        return 1;
+                *budget -= MIN(*budget, (uint64_t) k);
+                if ((size_t) k < want || a + (uint64_t) k >= m->end)
+                        break;
+                a += (uint64_t) k - overlap;
+        }
+        return 0;
+}
+
+/* Finds `syscall; ret` and a rt_sigreturn restorer in the target's
+ * executable mappings: the vdso first (small), then libc, then the rest. */
+static int find_gadgets(Injector *j) {
+        MapList maps = {};
+        _cleanup_free_ uint8_t *buf = NULL;
+        uint64_t budget = GADGET_SCAN_MAX;
+        int r;
+
+        r = proc_maps_read(j->pid_dirfd, &maps);
+        if (r < 0)
+                return r;
+        buf = malloc(GADGET_CHUNK);
+        if (!buf) {
+                map_list_done(&maps);
+                return -ENOMEM;
+        }
+        for (int pass = 0; pass < 3 && !(j->g_syscall && j->g_restorer); pass++)
+                for (size_t i = 0; i < maps.n && budget > 0; i++) {
+                        const MapRange *m = &maps.ranges[i];
+                        bool libc = strstr(m->path, "/libc.so") || strstr(m->path, "/libc-") ||
+                                    strstr(m->path, "ld-musl");
+                        if (!m->exec || (pass == 0 && !m->vdso) || (pass == 1 && (m->vdso || !libc)) ||
+                            (pass == 2 && (m->vdso || libc)))
+                                continue;
+                        if (scan_mapping(j, m, buf, &budget) > 0)
+                                break;
+                }
+        map_list_done(&maps);
+        return j->g_syscall && j->g_restorer ? 0 : -ENOEXEC;
+}
+
+static bool gadget_intact(const Injector *j, uint64_t addr, const uint8_t *want, size_t n) {
+        uint8_t b[16];
+        return pread(j->mem_fd, b, n, (off_t) addr) == (ssize_t) n && memcmp(b, want, n) == 0;
+}
+
+/* The registers rt_sigreturn should land on if the tracer dies: the saved
+ * ones with an interrupted syscall rewound for restart, as the kernel would
+ * have done leaving the stop (it cannot do it after rt_sigreturn, which sets
+ * orig_rax = -1 and resets restart_block). */
+static void fallback_regs(const struct user_regs_struct *s, struct user_regs_struct *ret) {
+        *ret = *s;
+        if ((int64_t) s->orig_rax < 0)
+                return;
+        switch ((int64_t) s->rax) {
+        case -K_ERESTARTSYS:
+        case -K_ERESTARTNOINTR:
+        case -K_ERESTARTNOHAND:
+        case -K_ERESTART_RESTARTBLOCK:
+                ret->rax = s->orig_rax;
+                ret->rip -= 2;
+                break;
+        default:
+                break;
+        }
+}
+
+static int write_frame(Injector *j) {
+        _cleanup_free_ uint8_t *xbuf = NULL, *blob = NULL;
+        struct iovec iov;
+        size_t fp_size;
+        uint64_t sigmask = 0;
+        bool xsave = false;
+        int r;
+
+        xbuf = calloc(1, XSTATE_BUF_MAX);
+        if (!xbuf)
+                return -ENOMEM;
+        iov = (struct iovec) { .iov_base = xbuf, .iov_len = XSTATE_BUF_MAX };
+        if (xptrace(PTRACE_GETREGSET, j->tid, (void *) (uintptr_t) NT_X86_XSTATE, &iov) >= 0 &&
+            iov.iov_len >= FXSAVE_SIZE + 64 && iov.iov_len <= XSTATE_BUF_MAX - 4) {
+                /* The regset is the task's standard-format XSAVE image, but
+                 * 6.18 leaves its sw_reserved bytes (where a signal frame
+                 * says "extended state follows") unset: without them
+                 * rt_sigreturn restores only the legacy FP/SSE part and zeroes
+                 * the upper halves of ymm/zmm. Fill them in as the kernel's
+                 * save_sw_bytes() does: the features to restore are every
+                 * user feature XCR0 enables, less AMX tile data, whose
+                 * permission is per process (XFD). */
+                struct {
+                        uint32_t magic1, extended_size;
+                        uint64_t xfeatures;
+                        uint32_t xstate_size, padding[7];
+                } sw = {
+                        .magic1 = FP_XSTATE_MAGIC1,
+                        .extended_size = (uint32_t) iov.iov_len + 4,
+                        .xfeatures = xgetbv0() & ~XFEATURE_MASK_XTILE,
+                        .xstate_size = (uint32_t) iov.iov_len,
+                };
+                _Static_assert(sizeof sw == 48, "fx_sw_bytes");
+                memcpy(xbuf + 464, &sw, sizeof sw);
+                xsave = true;
+                fp_size = iov.iov_len + 4;
+        }
+        if (!xsave) {
+                iov = (struct iovec) { .iov_base = xbuf, .iov_len = FXSAVE_SIZE };
+                r = xptrace(PTRACE_GETREGSET, j->tid, (void *) (uintptr_t) NT_PRFPREG, &iov);
+                if (r < 0)
+                        return r;
+                memset(xbuf + 464, 0, 48); /* no extended state: sigreturn does fxrstor */
+                fp_size = FXSAVE_SIZE;
+        }
+        r = xptrace(PTRACE_GETSIGMASK, j->tid, (void *) (uintptr_t) sizeof sigmask, &sigmask);
+        if (r < 0)
+                return r;
+
+        /* Layout below the 128-byte red zone: [frame][pad][fpstate, 64-aligned]. */
+        uint64_t top = (j->saved.rsp - 128 - 64) & ~UINT64_C(15);
+        uint64_t fp_addr = (top - fp_size) & ~UINT64_C(63);
+        uint64_t frame_addr = (fp_addr - sizeof(struct k_rt_sigframe)) & ~UINT64_C(15);
+        size_t len = (size_t) (top - frame_addr);
+
+        j->scratch_lo = frame_addr;
+        j->scratch_hi = top;
+        j->scratch_orig = malloc(len);
+        blob = calloc(1, len);
+        if (!j->scratch_orig || !blob)
+                return -ENOMEM;
+        if (pread(j->mem_fd, j->scratch_orig, len, (off_t) frame_addr) != (ssize_t) len)
+                return -EFAULT;
+
+        struct user_regs_struct f;
+        fallback_regs(&j->saved, &f);
+        struct k_rt_sigframe fr = {
+                .pretcode = j->g_restorer,
+                .uc = {
+                        .uc_flags = (xsave ? UC_FP_XSTATE : 0) | UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS,
+                        .uc_stack = { .ss_flags = SS_FLAGS_LEAVE_ALONE },
+                        .uc_mcontext = {
+                                .r8 = f.r8, .r9 = f.r9, .r10 = f.r10, .r11 = f.r11,
+                                .r12 = f.r12, .r13 = f.r13, .r14 = f.r14, .r15 = f.r15,
+                                .rdi = f.rdi, .rsi = f.rsi, .rbp = f.rbp, .rbx = f.rbx,
+                                .rdx = f.rdx, .rax = f.rax, .rcx = f.rcx, .rsp = f.rsp,
+                                .rip = f.rip, .eflags = f.eflags,
+                                .cs = (uint16_t) f.cs, .ss = (uint16_t) f.ss,
+                                .fpstate = fp_addr,
+                        },
+                        .uc_sigmask = sigmask,
+                },
+        };
+        memcpy(blob, &fr, sizeof fr);
+        memcpy(blob + (fp_addr - frame_addr), xbuf, fp_size);
+        if (xsave) {
+                uint32_t magic2 = FP_XSTATE_MAGIC2;
+                memcpy(blob + (fp_addr - frame_addr) + fp_size - 4, &magic2, 4);
+        }
+        j->scratch_written = true;
+        if (pwrite(j->mem_fd, blob, len, (off_t) frame_addr) != (ssize_t) len) {
+                restore_scratch(j);
+                return -EFAULT;
+        }
+        return 0;
+}
+
+static int choose_thread(Injector *j, int *ret_tid) {
+        ProcStat st;
+        _cleanup_close_ int task_fd = -EBADF;
+        int r;
+
+        /* The leader is a zombie when main() called pthread_exit(): it can
+         * never stop, so take a live thread. */
+        r = procfs_read_stat(j->pid_dirfd, &st);
+        if (r < 0)
+                return r;
+        if (st.state != 'Z' && st.state != 'X') {
+                *ret_tid = j->pid;
+                return 0;
+        }
+        task_fd = openat(j->pid_dirfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (task_fd < 0)
+                return -ESRCH;
+        DIR *d = fdopendir(task_fd);
+        if (!d)
+                return -ESRCH;
+        task_fd = -EBADF;
+        int found = -ESRCH;
+        for (struct dirent *de; (de = readdir(d));) {
+                int tid;
+                if (safe_atoi(de->d_name, &tid) < 0)
+                        continue;
+                _cleanup_close_ int tfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (tfd >= 0 && procfs_read_stat(tfd, &st) >= 0 && st.state != 'Z' && st.state != 'X') {
+                        found = tid;
+                        break;
+                }
+        }
+        closedir(d);
+        if (found < 0)
+                return found;
+        *ret_tid = found;
+        return 0;
+}
+
+static int refuse(InjectStats *s, int r, const char *fmt, ...) _printf_(3, 4);
+static int refuse(InjectStats *s, int r, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(s->reason, sizeof s->reason, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
+        _cleanup_free_ char *text = NULL;
+        ProcStatus ps;
+        ProcStat st;
+        int r;
+
+        r = read_full_file_at(j->pid_dirfd, "status", 256 * 1024, &text, NULL);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        r = procfs_parse_status(text, &ps);
+        if (r < 0)
+                return r;
+        if (!ps.has_mm)
+                return refuse(s, -EINVAL, "no user memory (kernel thread or exiting)");
+        if (ps.tracer_pid != 0)
+                return refuse(s, -EBUSY, "already traced by pid %d", ps.tracer_pid);
+        if (ps.seccomp == 1)
+                return refuse(s, -EACCES, "seccomp strict mode (any other syscall kills it)");
+        if (ps.seccomp == 2 && !o->allow_seccomp)
+                return refuse(s, -EACCES, "seccomp filter (a filter may kill on prctl; InjectIntoSeccomp=no)");
+        /* User shadow stacks (x86_Thread_features: shstk) would make the
+         * fallback's `ret` and rt_sigreturn fault: no crash-safe injection. */
+        const char *feat = strstr(text, "\nx86_Thread_features:");
+        if (feat) {
+                const char *eol = strchr(feat + 1, '\n');
+                const char *sh = strstr(feat, "shstk");
+                if (sh && (!eol || sh < eol))
+                        return refuse(s, -EOPNOTSUPP, "user shadow stack enabled");
+        }
+        r = procfs_read_stat(j->pid_dirfd, &st);
+        if (r < 0)
+                return r;
+        if (st.state == 'Z' || st.state == 'X')
+                return refuse(s, -ESRCH, "exiting");
+        if (st.state == 'T' || st.state == 't')
+                return refuse(s, -EAGAIN, "stopped (job control or another debugger)");
+        return 0;
+}
+
+static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
+        StopKind kind;
+        int sig, r;
+
+        for (size_t i = 0; i < n; i++) {
+                struct user_regs_struct regs = j->saved;
+                regs.rax = (uint64_t) calls[i].nr;
+                regs.rdi = calls[i].args[0];
+                regs.rsi = calls[i].args[1];
+                regs.rdx = calls[i].args[2];
+                regs.r10 = calls[i].args[3];
+                regs.r8 = calls[i].args[4];
+                regs.r9 = calls[i].args[5];
+                regs.rip = j->g_syscall;
+                regs.rsp = j->scratch_lo;
+                /* No restart logic for our registers when leaving this stop. */
+                regs.orig_rax = (uint64_t) -1;
+                r = xptrace(PTRACE_SETREGS, j->tid, NULL, &regs);
+                if (r < 0)
+                        return r;
+                if (i == 0)
+                        hook(j, INJECT_PHASE_REGS_SET);
+
+                bool entered = false;
+                r = xptrace(PTRACE_SYSCALL, j->tid, NULL, NULL);
+                for (;;) {
+                        if (r < 0)
+                                return r;
+                        r = wait_stop(j, &kind, &sig);
+                        if (r < 0)
+                                return r;
+                        if (kind == STOP_EXITED)
+                                return -ESRCH;
+                        if (kind == STOP_SYSCALL && !entered) {
+                                entered = true;
+                                hook(j, INJECT_PHASE_SYSCALL_ENTRY);
+                        } else if (kind == STOP_SYSCALL) {
+                                errno = 0;
+                                long v = ptrace(PTRACE_PEEKUSER, j->tid,
+                                                (void *) offsetof(struct user_regs_struct, rax), NULL);
+                                if (v == -1 && errno != 0)
+                                        return negative_errno();
+                                calls[i].ret = v;
+                                hook(j, INJECT_PHASE_SYSCALL_EXIT);
+                                break;
+                        } else if (kind == STOP_SIGNAL)
+                                /* Not delivered in our context: held for detach. */
+                                hold_signal(j, sig);
+                        /* STOP_EVENT here is a group stop or a stale interrupt:
+                         * the kernel reinstates a group stop at detach. */
+                        r = xptrace(PTRACE_SYSCALL, j->tid, NULL, NULL);
+                }
+        }
+
+        /* Into a stop inside get_signal, so that the restored registers go
+         * through the kernel's own syscall-restart logic on the way out. */
+        r = xptrace(PTRACE_INTERRUPT, j->tid, NULL, NULL);
+        if (r >= 0)
+                r = xptrace(PTRACE_CONT, j->tid, NULL, NULL);
+        for (;;) {
+                if (r < 0)
+                        return r;
+                r = wait_stop(j, &kind, &sig);
+                if (r < 0)
+                        return r;
+                if (kind == STOP_EXITED)
+                        return -ESRCH;
+                if (kind == STOP_EVENT)
+                        break;
+                if (kind == STOP_SIGNAL)
+                        hold_signal(j, sig);
+                r = xptrace(PTRACE_CONT, j->tid, NULL, NULL);
+        }
+        hook(j, INJECT_PHASE_FINAL_STOP);
+        return 0;
+}
+
+/* Collects the exit of a tracee that died under us, so its parent can reap it. */
+static void reap_exited(Injector *j) {
+        int st;
+        (void) waitpid(j->tid, &st, __WALL | WNOHANG);
+}
+
+int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
+                    const InjectOptions *o, InjectStats *ret_stats) {
+        static const InjectOptions defaults = {};
+        _cleanup_close_ int pid_dirfd = -EBADF, mem_fd = -EBADF;
+        InjectStats s = {};
+        Injector j = {};
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC), t_stop = 0;
+        StopKind kind;
+        int sig, r;
+
+        if (!o)
+                o = &defaults;
+        j.o = o;
+        j.pid = pid;
+        j.mem_fd = -EBADF;
+
+        r = root_open_pid_dir(root, pid, &pid_dirfd);
+        if (r < 0)
+                goto out;
+        j.pid_dirfd = pid_dirfd;
+        r = check_target(&j, o, &s);
+        if (r < 0)
+                goto out;
+        r = choose_thread(&j, &j.tid);
+        if (r < 0)
+                goto out;
+        mem_fd = openat(pid_dirfd, "mem", O_RDWR | O_CLOEXEC);
+        if (mem_fd < 0) {
+                r = errno == ENOENT ? -ESRCH : negative_errno();
+                goto out;
+        }
+        j.mem_fd = mem_fd;
+        /* Before stopping anything: the scan reads maps and text. */
+        r = find_gadgets(&j);
+        if (r == -ENOEXEC)
+                r = refuse(&s, r, "no `syscall; ret` and rt_sigreturn gadgets in its executable mappings");
+        if (r < 0)
+                goto out;
+
+        r = xptrace(PTRACE_SEIZE, j.tid, NULL, (void *) (uintptr_t) PTRACE_O_TRACESYSGOOD);
+        if (r == -EPERM) {
+                /* Traced meanwhile, or not allowed (CAP_SYS_PTRACE, Yama). */
+                ProcStatus ps;
+                if (procfs_read_status(pid_dirfd, &ps) >= 0 && ps.tracer_pid != 0)
+                        r = refuse(&s, -EBUSY, "already traced by pid %d", ps.tracer_pid);
+                else
+                        r = refuse(&s, r, "ptrace refused (CAP_SYS_PTRACE, Yama ptrace_scope, or not dumpable)");
+        }
+        if (r < 0)
+                goto out;
+        hook(&j, INJECT_PHASE_SEIZED);
+
+        j.deadline_usec = t0 + (o->stop_timeout_usec ? o->stop_timeout_usec : 2 * USEC_PER_SEC);
+        r = xptrace(PTRACE_INTERRUPT, j.tid, NULL, NULL);
+        for (;;) {
+                if (r < 0)
+                        goto out_reap;
+                r = wait_stop(&j, &kind, &sig);
+                if (r < 0)
+                        goto out_reap;
+                if (kind == STOP_EXITED) {
+                        r = -ESRCH;
+                        goto out;
+                }
+                if (kind == STOP_EVENT)
+                        break;
+                /* A signal that was on its way: registers are still the
+                 * target's own, deliver it now and wait for our stop. */
+                r = xptrace(PTRACE_CONT, j.tid, NULL, (void *) (uintptr_t) (kind == STOP_SIGNAL ? sig : 0));
+        }
+        t_stop = now_usec(CLOCK_MONOTONIC);
+        hook(&j, INJECT_PHASE_STOPPED);
+
+        if (j.overran) {
+                r = refuse(&s, -ETIMEDOUT, "did not stop within the deadline (uninterruptible sleep); left untouched");
+                goto out_detach;
+        }
+        /* The pidfd's process is alive, so pid still names it, and the
+         * thread we stopped belongs to it: not a stranger with a reused pid. */
+        char task[32];
+        snprintf(task, sizeof task, "task/%d", j.tid);
+        if (pidfd_alive(pidfd) < 0 || faccessat(pid_dirfd, task, F_OK, 0) < 0) {
+                r = refuse(&s, -ESRCH, "exited (or its pid was reused) before the stop");
+                goto out_detach;
+        }
+        r = xptrace(PTRACE_GETREGS, j.tid, NULL, &j.saved);
+        if (r < 0)
+                goto out_detach;
+        if (j.saved.cs != USER_CS_64) {
+                r = refuse(&s, -EOPNOTSUPP, "not a 64-bit task (cs=%#llx)", (unsigned long long) j.saved.cs);
+                goto out_detach;
+        }
+        if (!gadget_intact(&j, j.g_syscall, gadget_syscall_ret, sizeof gadget_syscall_ret) ||
+            !gadget_intact(&j, j.g_restorer, gadget_restorer, sizeof gadget_restorer)) {
+                r = refuse(&s, -ENOEXEC, "its text changed under the scan");
+                goto out_detach;
+        }
+        r = write_frame(&j);
+        if (r == -EFAULT)
+                r = refuse(&s, r, "no writable room below its stack pointer");
+        if (r < 0)
+                goto out_detach;
+        hook(&j, INJECT_PHASE_FRAME_WRITTEN);
+
+        r = run_calls(&j, calls, n);
+        if (r == -ESRCH) {
+                reap_exited(&j);
+                goto out;
+        }
+        if (r < 0) {
+                /* Registers may be ours: detaching lets the fallback frame
+                 * bring the target home. */
+                (void) detach(&j);
+                goto out;
+        }
+        r = xptrace(PTRACE_SETREGS, j.tid, NULL, &j.saved);
+        if (r < 0) {
+                (void) detach(&j);
+                goto out;
+        }
+        hook(&j, INJECT_PHASE_RESTORED);
+        restore_scratch(&j);
+        r = detach(&j);
+        if (r == -ESRCH)
+                reap_exited(&j);
+        goto out;
+
+out_detach:
+        restore_scratch(&j);
+        if (detach(&j) == -ESRCH)
+                reap_exited(&j);
+        goto out;
+out_reap:
+        if (r == -ESRCH)
+                reap_exited(&j);
+out:
+        free(j.scratch_orig);
+        s.tid = j.tid;
+        s.signals_held = j.n_held;
+        uint64_t t1 = now_usec(CLOCK_MONOTONIC);
+        s.total_usec = t1 - t0;
+        s.pause_usec = t_stop ? t1 - t_stop : 0;
+        if (ret_stats)
+                *ret_stats = s;
+        return r;
+}
+
+#endif

@@ -1,0 +1,695 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The merge actuator: see merge.h. */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "inject.h"
+#include "log.h"
+#include "merge.h"
+#include "proc-maps.h"
+#include "procfs.h"
+#include "syscalls.h"
+#include "util.h"
+
+/* process_madvise() takes at most UIO_MAXIOV ranges per call. */
+#define MADVISE_IOV_MAX 1024
+/* Beyond this many runs of mappings an injected MADV_UNMERGEABLE goes over
+ * the whole span in one call: the kernel walks every VMA in it and answers
+ * ENOMEM for the holes, after having unmarked the rest. */
+#define INJECT_RUNS_MAX 256
+
+static const char *const outcome_names[_MERGE_OUTCOME_KIND_MAX] = {
+        [MERGE_OUTCOME_DONE] = "done",
+        [MERGE_OUTCOME_ALREADY] = "already",
+        [MERGE_OUTCOME_DRY_RUN] = "dry-run",
+        [MERGE_OUTCOME_SKIPPED] = "skipped",
+        [MERGE_OUTCOME_UNSUPPORTED] = "unsupported",
+        [MERGE_OUTCOME_REFUSED] = "refused",
+        [MERGE_OUTCOME_FAILED] = "failed",
+        [MERGE_OUTCOME_GONE] = "gone",
+};
+
+const char *merge_outcome_kind_to_string(MergeOutcomeKind k) {
+        return k >= 0 && k < _MERGE_OUTCOME_KIND_MAX ? outcome_names[k] : NULL;
+}
+
+void merge_report_done(MergeReport *r) {
+        free(r->outcomes);
+        *r = (MergeReport) {};
+}
+
+const MergeOutcome *merge_report_find(const MergeReport *r, int pid) {
+        for (size_t i = r->n; i > 0; i--)
+                if (r->outcomes[i - 1].pid == pid)
+                        return &r->outcomes[i - 1];
+        return NULL;
+}
+
+static int report_push(MergeReport *r, const MergeOutcome *o) {
+        MergeOutcome *n = realloc(r->outcomes, (r->n + 1) * sizeof *n);
+        if (!n)
+                return -ENOMEM;
+        r->outcomes = n;
+        r->outcomes[r->n++] = *o;
+        return 0;
+}
+
+static const char *errname(int e) {
+        const char *s = strerrorname_np(e);
+        return s ? s : "E?";
+}
+
+static void set_text(MergeOutcome *o, const char *fmt, ...) _printf_(2, 3);
+static void set_text(MergeOutcome *o, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(o->text, sizeof o->text, fmt, ap);
+        va_end(ap);
+}
+
+static const char *verb(MergeAction a) {
+        return a == MERGE_ACTION_ENABLE ? "enable" : "disable";
+}
+
+/* What ksm_stat says. -1 fields when the kernel has no such line. */
+typedef struct KsmFlags {
+        int merge_any;
+        int mergeable;
+} KsmFlags;
+
+static int read_flags(int pid_dirfd, KsmFlags *ret) {
+        ProcKsmStat ks;
+        int r = procfs_read_ksm_stat(pid_dirfd, &ks);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        *ret = (KsmFlags) { .merge_any = ks.merge_any, .mergeable = ks.mergeable };
+        return 0;
+}
+
+/* Why a method cannot be used on this kernel, or NULL when it can. */
+static const char *method_unavailable(const MergeContext *c, MergeMethod m, int *ret_errno) {
+        *ret_errno = EOPNOTSUPP;
+        switch (m) {
+        case MERGE_METHOD_PROCESS_KSM:
+                if (!c->probe->process_ksm_syscall) {
+                        *ret_errno = ENOSYS;
+                        return "this kernel has no process_ksm syscalls";
+                }
+                return NULL;
+        case MERGE_METHOD_MADVISE:
+                if (!c->probe->process_madvise_remote_mergeable) {
+                        *ret_errno = c->probe->process_madvise_errno ?: EINVAL;
+                        return "this kernel refuses remote MADV_MERGEABLE";
+                }
+                return NULL;
+        case MERGE_METHOD_INJECT:
+                if (!inject_supported())
+                        return "injection is implemented for x86-64 only";
+                if (!c->probe->prctl_memory_merge) {
+                        *ret_errno = EINVAL;
+                        return "this kernel has no PR_SET_MEMORY_MERGE (Linux 6.4)";
+                }
+                if (c->probe->ptrace_scope == 3) {
+                        *ret_errno = EPERM;
+                        return "Yama ptrace_scope=3 forbids attaching";
+                }
+                return NULL;
+        default:
+                return "not a mechanism";
+        }
+}
+
+/* Whether a mechanism can reach the wanted state from the current one:
+ * whole-mm switches clear ksm_merge_any (and with it every VM_MERGEABLE),
+ * but do nothing for ranges a process marked itself; remote madvise marks
+ * and unmarks ranges but cannot clear ksm_merge_any. */
+static bool method_fits(MergeMethod m, MergeAction a, const KsmFlags *f) {
+        if (a == MERGE_ACTION_ENABLE)
+                return true;
+        switch (m) {
+        case MERGE_METHOD_PROCESS_KSM:
+                return f->merge_any == 1;
+        case MERGE_METHOD_MADVISE:
+                return f->merge_any != 1;
+        default:
+                return true;
+        }
+}
+
+static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
+        long nr = a == MERGE_ACTION_ENABLE ? c->probe->process_ksm_enable_nr : c->probe->process_ksm_disable_nr;
+        if (syscall(nr, pidfd, 0) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
+        MapList maps = {}, runs = {};
+        _cleanup_free_ struct iovec *iov = NULL;
+        int r;
+
+        r = proc_maps_read(pid_dirfd, &maps);
+        if (r < 0)
+                return r;
+        r = a == MERGE_ACTION_ENABLE ? map_list_anon_private(&maps, &runs) : map_list_advisable_runs(&maps, &runs);
+        map_list_done(&maps);
+        if (r < 0)
+                return r;
+        iov = calloc(MAX(runs.n, (size_t) 1), sizeof *iov);
+        if (!iov) {
+                map_list_done(&runs);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < runs.n; i++)
+                iov[i] = (struct iovec) { .iov_base = (void *) (uintptr_t) runs.ranges[i].start,
+                                          .iov_len = (size_t) (runs.ranges[i].end - runs.ranges[i].start) };
+        int advice = a == MERGE_ACTION_ENABLE ? MADV_MERGEABLE : MADV_UNMERGEABLE;
+        r = 0;
+        for (size_t i = 0; i < runs.n && r >= 0; i += MADVISE_IOV_MAX)
+                if (sys_process_madvise(pidfd, iov + i, MIN(runs.n - i, (size_t) MADVISE_IOV_MAX), advice, 0) < 0)
+                        r = negative_errno();
+        map_list_done(&runs);
+        return r;
+}
+
+static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const KsmFlags *f,
+                     InjectStats *stats, bool *ret_call_failed) {
+        _cleanup_free_ InjectSyscall *calls = NULL;
+        size_t n = 0;
+        int r;
+
+        if (a == MERGE_ACTION_ENABLE || f->merge_any == 1) {
+                calls = calloc(1, sizeof *calls);
+                if (!calls)
+                        return -ENOMEM;
+                calls[n++] = (InjectSyscall) { .nr = SYS_prctl,
+                                               .args = { PR_SET_MEMORY_MERGE, a == MERGE_ACTION_ENABLE } };
+        } else {
+                /* Ranges the process marked itself (QEMU guest RAM). */
+                MapList maps = {}, runs = {};
+                r = proc_maps_read(pid_dirfd, &maps);
+                if (r < 0)
+                        return r;
+                r = map_list_advisable_runs(&maps, &runs);
+                map_list_done(&maps);
+                if (r < 0)
+                        return r;
+                if (runs.n == 0) {
+                        map_list_done(&runs);
+                        return 0;
+                }
+                calls = calloc(MIN(runs.n, (size_t) INJECT_RUNS_MAX), sizeof *calls);
+                if (!calls) {
+                        map_list_done(&runs);
+                        return -ENOMEM;
+                }
+                if (runs.n > INJECT_RUNS_MAX) {
+                        uint64_t lo = runs.ranges[0].start, hi = runs.ranges[runs.n - 1].end;
+                        calls[n++] = (InjectSyscall) { .nr = SYS_madvise, .args = { lo, hi - lo, MADV_UNMERGEABLE } };
+                } else
+                        for (size_t i = 0; i < runs.n; i++)
+                                calls[n++] = (InjectSyscall) {
+                                        .nr = SYS_madvise,
+                                        .args = { runs.ranges[i].start, runs.ranges[i].end - runs.ranges[i].start,
+                                                  MADV_UNMERGEABLE },
+                                };
+                map_list_done(&runs);
+        }
+
+        InjectOptions o = { .stop_timeout_usec = c->stop_timeout_usec, .allow_seccomp = c->inject_seccomp };
+        r = inject_syscalls(c->root, pidfd, pid, calls, n, &o, stats);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                /* ENOMEM from the whole-span madvise only reports its holes. */
+                if (calls[i].ret < 0 && !(n == 1 && calls[i].nr == SYS_madvise && calls[i].ret == -ENOMEM)) {
+                        snprintf(stats->reason, sizeof stats->reason, "the injected %s returned %s",
+                                 calls[i].nr == SYS_prctl ? "prctl" : "madvise", errname((int) -calls[i].ret));
+                        *ret_call_failed = true;
+                        return (int) calls[i].ret;
+                }
+        return 0;
+}
+
+static bool state_reached(MergeMethod m, MergeAction a, const KsmFlags *f) {
+        if (a == MERGE_ACTION_DISABLE)
+                return f->merge_any != 1 && f->mergeable != 1;
+        if (m == MERGE_METHOD_MADVISE)
+                return f->mergeable == 1 || f->merge_any == 1;
+        return f->merge_any == 1;
+}
+
+/* Refusals that protect the target, as inject.c reports them (a failing
+ * injected call itself is a failure, not a refusal). */
+static bool inject_refusal(int r) {
+        switch (-r) {
+        case EBUSY:
+        case EACCES:
+        case EAGAIN:
+        case EOPNOTSUPP:
+        case ENOEXEC:
+        case EFAULT:
+        case ETIMEDOUT:
+        case EPERM:
+        case EINVAL:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, int pid_dirfd,
+                      const ProcessAction *a, const KsmFlags *f, MergeOutcome *o) {
+        InjectStats stats = {};
+        bool call_failed = false;
+        int r;
+
+        o->used = m;
+        switch (m) {
+        case MERGE_METHOD_PROCESS_KSM:
+                r = do_process_ksm(c, pidfd, a->action);
+                break;
+        case MERGE_METHOD_MADVISE:
+                r = do_remote_madvise(pidfd, pid_dirfd, a->action);
+                break;
+        case MERGE_METHOD_INJECT:
+                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, &stats, &call_failed);
+                o->pause_usec = stats.pause_usec;
+                break;
+        default:
+                r = -EINVAL;
+        }
+        const char *name = merge_method_to_string(m);
+        if (r == -ENOMEM)
+                return r;
+        if (r == -ESRCH) {
+                o->kind = MERGE_OUTCOME_GONE;
+                o->error = ESRCH;
+                set_text(o, "method %s: process exited", name);
+                return 0;
+        }
+        if (r < 0) {
+                o->error = -r;
+                if (m == MERGE_METHOD_INJECT && !call_failed && inject_refusal(r)) {
+                        o->kind = MERGE_OUTCOME_REFUSED;
+                        set_text(o, "method %s refused: %s (%s)", name, errname(-r), stats.reason);
+                } else {
+                        o->kind = MERGE_OUTCOME_FAILED;
+                        set_text(o, "method %s failed: %s%s%s%s", name, errname(-r), stats.reason[0] ? " (" : "",
+                                 stats.reason, stats.reason[0] ? ")" : "");
+                }
+                return 0;
+        }
+
+        KsmFlags after;
+        r = read_flags(pid_dirfd, &after);
+        if (r == -ESRCH) {
+                o->kind = MERGE_OUTCOME_GONE;
+                o->error = ESRCH;
+                set_text(o, "method %s: process exited", name);
+                return 0;
+        }
+        if (r >= 0 && !state_reached(m, a->action, &after)) {
+                o->kind = MERGE_OUTCOME_FAILED;
+                o->error = EIO;
+                set_text(o, "method %s failed: the kernel accepted it but ksm_stat says merge_any=%d mergeable=%d",
+                         name, after.merge_any, after.mergeable);
+                return 0;
+        }
+        o->kind = MERGE_OUTCOME_DONE;
+        o->error = 0;
+        if (m == MERGE_METHOD_INJECT)
+                set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)", name, verb(a->action), stats.tid,
+                         stats.pause_usec);
+        else
+                set_text(o, "method %s: %sd", name, verb(a->action));
+        return 0;
+}
+
+static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidfd, int pid_dirfd, MergeOutcome *o) {
+        ProcStat st;
+        KsmFlags f;
+        int r;
+
+        r = procfs_read_stat(pid_dirfd, &st);
+        if (r < 0 || (a->start_time_ticks && st.start_time_ticks != a->start_time_ticks) ||
+            sys_pidfd_send_signal(pidfd, 0, NULL, 0) < 0) {
+                if (r == -ENOMEM)
+                        return r;
+                o->kind = MERGE_OUTCOME_GONE;
+                o->error = ESRCH;
+                set_text(o, "%s", r >= 0 && a->start_time_ticks && st.start_time_ticks != a->start_time_ticks
+                                          ? "pid reused by another process: not touched"
+                                          : "process exited");
+                return 0;
+        }
+        if (proc_stat_is_kthread(&st) || a->pid == getpid()) {
+                o->kind = MERGE_OUTCOME_REFUSED;
+                o->error = EINVAL;
+                set_text(o, "%s: not touched", proc_stat_is_kthread(&st) ? "kernel thread" : "ksmtuned2 itself");
+                return 0;
+        }
+
+        r = read_flags(pid_dirfd, &f);
+        if (r < 0) {
+                o->kind = r == -ESRCH ? MERGE_OUTCOME_GONE : MERGE_OUTCOME_FAILED;
+                o->error = -r;
+                set_text(o, "cannot read ksm_stat: %s", errname(-r));
+                return r == -ENOMEM ? r : 0;
+        }
+        if (a->action == MERGE_ACTION_ENABLE && (f.merge_any == 1 || f.mergeable == 1)) {
+                o->kind = MERGE_OUTCOME_ALREADY;
+                set_text(o, "%s", f.merge_any == 1 ? "already merging (ksm_merge_any: yes): not touched"
+                                                   : "already merging (ranges it marked MADV_MERGEABLE itself): not touched");
+                return 0;
+        }
+        if (a->action == MERGE_ACTION_DISABLE && f.merge_any != 1 && f.mergeable != 1) {
+                o->kind = MERGE_OUTCOME_ALREADY;
+                set_text(o, "not merging: not touched");
+                return 0;
+        }
+
+        MergeMethod chain[3];
+        size_t n = 0;
+        if (a->method == MERGE_METHOD_ANY) {
+                chain[n++] = MERGE_METHOD_PROCESS_KSM;
+                chain[n++] = MERGE_METHOD_MADVISE;
+                chain[n++] = MERGE_METHOD_INJECT;
+        } else
+                chain[n++] = a->method;
+
+        char tried[96] = "";
+        bool any_tried = false;
+        for (size_t i = 0; i < n; i++) {
+                int e;
+                const char *why = method_unavailable(c, chain[i], &e);
+                const char *name = merge_method_to_string(chain[i]);
+                if (why || !method_fits(chain[i], a->action, &f)) {
+                        if (n > 1)
+                                continue;
+                        o->used = chain[i];
+                        o->kind = MERGE_OUTCOME_UNSUPPORTED;
+                        o->error = why ? e : EOPNOTSUPP;
+                        set_text(o, "method %s unsupported: %s (%s)", name, errname(o->error),
+                                 why ?: "it cannot change ranges the process marked itself");
+                        return 0;
+                }
+                if (c->dry_run) {
+                        o->used = chain[i];
+                        o->kind = MERGE_OUTCOME_DRY_RUN;
+                        set_text(o, "[dry-run] would %s merging with method %s", verb(a->action), name);
+                        return 0;
+                }
+                any_tried = true;
+                r = try_method(c, chain[i], pidfd, a->pid, pid_dirfd, a, &f, o);
+                if (r < 0)
+                        return r;
+                if (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_GONE)
+                        break;
+                /* Method=any goes on to the next mechanism; keep what failed. */
+                if (i + 1 < n) {
+                        size_t l = strlen(tried);
+                        snprintf(tried + l, sizeof tried - l, "%s%s: %s", l ? ", " : "", name, errname(o->error));
+                }
+        }
+        if (!any_tried) {
+                o->kind = MERGE_OUTCOME_UNSUPPORTED;
+                o->error = EOPNOTSUPP;
+                set_text(o, "no method this kernel offers can %s merging for it", verb(a->action));
+                return 0;
+        }
+        if (tried[0] && o->kind == MERGE_OUTCOME_DONE) {
+                size_t l = strlen(o->text);
+                snprintf(o->text + l, sizeof o->text - l, " after %s", tried);
+        }
+        return 0;
+}
+
+int merge_apply_one(const MergeContext *c, const ProcessAction *a, MergeOutcome *ret) {
+        _cleanup_close_ int pidfd = -EBADF, pid_dirfd = -EBADF;
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        MergeOutcome o = {
+                .pid = a->pid,
+                .start_time_ticks = a->start_time_ticks,
+                .action = a->action,
+                .requested = a->method,
+                .used = MERGE_METHOD_NONE,
+        };
+        int r = 0;
+
+        if (a->method == MERGE_METHOD_NONE) {
+                o.kind = MERGE_OUTCOME_SKIPPED;
+                set_text(&o, "Method=none: not touched");
+        } else if (a->pid <= 0) {
+                o.kind = MERGE_OUTCOME_GONE;
+                o.error = ESRCH;
+                set_text(&o, "invalid pid %d", a->pid);
+        } else {
+                /* The pidfd first: from here on a reused pid is noticed. */
+                pidfd = sys_pidfd_open(a->pid, 0);
+                if (pidfd < 0) {
+                        o.kind = errno == ESRCH ? MERGE_OUTCOME_GONE : MERGE_OUTCOME_FAILED;
+                        o.error = errno;
+                        set_text(&o, "pidfd_open: %s", errname(o.error));
+                } else {
+                        r = root_open_pid_dir(c->root, a->pid, &pid_dirfd);
+                        if (r < 0) {
+                                o.kind = MERGE_OUTCOME_GONE;
+                                o.error = ESRCH;
+                                set_text(&o, "process exited");
+                                r = 0;
+                        } else
+                                r = apply_checked(c, a, pidfd, pid_dirfd, &o);
+                }
+        }
+        if (r < 0)
+                return r;
+        o.time_usec = now_usec(CLOCK_MONOTONIC);
+        o.duration_usec = o.time_usec - t0;
+        *ret = o;
+        return 0;
+}
+
+int merge_apply(const MergeContext *c, const ProcessAction *a, size_t n, MergeReport *ret) {
+        for (size_t i = 0; i < n; i++) {
+                MergeOutcome o;
+                int r = merge_apply_one(c, &a[i], &o);
+                if (r < 0)
+                        return r;
+                r = report_push(ret, &o);
+                if (r < 0)
+                        return r;
+                log_full(merge_outcome_ok(&o) ? LOG_DEBUG : LOG_INFO, "pid %d: %s merging (%s): %s", o.pid,
+                         verb(o.action), a[i].reason[0] ? a[i].reason : "no reason given", o.text);
+        }
+        return 0;
+}
+
+void merge_ledger_done(MergeLedger *l) {
+        free(l->entries);
+        *l = (MergeLedger) {};
+}
+
+static void ledger_forget(MergeLedger *l, int pid) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->entries[i].pid == pid) {
+                        l->entries[i] = l->entries[--l->n];
+                        return;
+                }
+}
+
+int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
+        for (size_t i = 0; i < r->n; i++) {
+                const MergeOutcome *o = &r->outcomes[i];
+                ledger_forget(l, o->pid);
+                if (!(o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE))
+                        continue;
+                if (l->n == l->alloc) {
+                        size_t na = l->alloc ? l->alloc * 2 : 16;
+                        MergeLedgerEntry *e = realloc(l->entries, na * sizeof *e);
+                        if (!e)
+                                return -ENOMEM;
+                        l->entries = e;
+                        l->alloc = na;
+                }
+                l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used };
+        }
+        return 0;
+}
+
+int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret) {
+        for (size_t i = 0; i < l->n; i++) {
+                ProcessAction a = {
+                        .pid = l->entries[i].pid,
+                        .start_time_ticks = l->entries[i].start_time_ticks,
+                        .action = MERGE_ACTION_DISABLE,
+                        .method = l->entries[i].method,
+                };
+                strscpy(a.reason, sizeof a.reason, "UnmergeOnExit=yes");
+                int r = merge_apply(c, &a, 1, ret);
+                if (r < 0)
+                        return r;
+        }
+        l->n = 0;
+        return 0;
+}
+
+struct MergeWorker {
+        pthread_t thread;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        MergeContext ctx;
+        ProcessAction *pending;
+        size_t n_pending;
+        bool have_pending, running, stopping;
+        MergeReport done;
+        bool have_done;
+        MergeLedger ledger;
+};
+
+static void *worker_main(void *userdata) {
+        MergeWorker *w = userdata;
+
+        pthread_mutex_lock(&w->lock);
+        for (;;) {
+                while (!w->have_pending && !w->stopping)
+                        pthread_cond_wait(&w->cond, &w->lock);
+                if (!w->have_pending && w->stopping)
+                        break;
+                ProcessAction *a = TAKE_PTR(w->pending);
+                size_t n = w->n_pending;
+                MergeContext ctx = w->ctx;
+                w->n_pending = 0;
+                w->have_pending = false;
+                w->running = true;
+                pthread_mutex_unlock(&w->lock);
+
+                MergeReport rep = {};
+                int r = merge_apply(&ctx, a, n, &rep);
+                if (r < 0)
+                        log_error_errno(r, "Merge actuator: %m");
+                free(a);
+
+                pthread_mutex_lock(&w->lock);
+                if (merge_ledger_update(&w->ledger, &rep) < 0)
+                        log_oom();
+                for (size_t i = 0; i < rep.n; i++)
+                        if (report_push(&w->done, &rep.outcomes[i]) < 0) {
+                                log_oom();
+                                break;
+                        }
+                merge_report_done(&rep);
+                w->have_done = true;
+                w->running = false;
+                pthread_cond_broadcast(&w->cond);
+        }
+        pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
+        MergeWorker *w = calloc(1, sizeof *w);
+        if (!w)
+                return -ENOMEM;
+        w->ctx = *c;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_cond_init(&w->cond, NULL);
+        int r = pthread_create(&w->thread, NULL, worker_main, w);
+        if (r != 0) {
+                pthread_mutex_destroy(&w->lock);
+                pthread_cond_destroy(&w->cond);
+                free(w);
+                return -r;
+        }
+        (void) pthread_setname_np(w->thread, "ksm-merge");
+        *ret = w;
+        return 0;
+}
+
+int merge_worker_submit(MergeWorker *w, const ProcessAction *a, size_t n) {
+        if (n == 0)
+                return 0;
+        ProcessAction *copy = malloc(n * sizeof *copy);
+        if (!copy)
+                return -ENOMEM;
+        memcpy(copy, a, n * sizeof *copy);
+        pthread_mutex_lock(&w->lock);
+        if (w->running || w->have_pending) {
+                pthread_mutex_unlock(&w->lock);
+                free(copy);
+                return -EBUSY;
+        }
+        w->pending = copy;
+        w->n_pending = n;
+        w->have_pending = true;
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        return 0;
+}
+
+bool merge_worker_busy(MergeWorker *w) {
+        pthread_mutex_lock(&w->lock);
+        bool b = w->running || w->have_pending;
+        pthread_mutex_unlock(&w->lock);
+        return b;
+}
+
+int merge_worker_take(MergeWorker *w, MergeReport *ret) {
+        int r = 0;
+        pthread_mutex_lock(&w->lock);
+        if (w->have_done) {
+                for (size_t i = 0; i < w->done.n && r >= 0; i++)
+                        r = report_push(ret, &w->done.outcomes[i]);
+                merge_report_done(&w->done);
+                w->have_done = false;
+                if (r >= 0)
+                        r = 1;
+        }
+        pthread_mutex_unlock(&w->lock);
+        return r;
+}
+
+void merge_worker_set_options(MergeWorker *w, bool dry_run, bool inject_seccomp) {
+        pthread_mutex_lock(&w->lock);
+        w->ctx.dry_run = dry_run;
+        w->ctx.inject_seccomp = inject_seccomp;
+        pthread_mutex_unlock(&w->lock);
+}
+
+static void wait_idle_locked(MergeWorker *w) {
+        while (w->running || w->have_pending)
+                pthread_cond_wait(&w->cond, &w->lock);
+}
+
+int merge_worker_unmerge_all(MergeWorker *w, MergeReport *ret) {
+        MergeReport local = {};
+        pthread_mutex_lock(&w->lock);
+        wait_idle_locked(w);
+        /* The worker is idle and holds no tracee: this thread may ptrace. */
+        MergeContext ctx = w->ctx;
+        int r = merge_ledger_unmerge(&ctx, &w->ledger, ret ?: &local);
+        pthread_mutex_unlock(&w->lock);
+        merge_report_done(&local);
+        return r;
+}
+
+MergeWorker *merge_worker_stop(MergeWorker *w) {
+        if (!w)
+                return NULL;
+        pthread_mutex_lock(&w->lock);
+        w->stopping = true;
+        pthread_cond_broadcast(&w->cond);
+        pthread_mutex_unlock(&w->lock);
+        pthread_join(w->thread, NULL);
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        free(w->pending);
+        merge_report_done(&w->done);
+        merge_ledger_done(&w->ledger);
+        free(w);
+        return NULL;
+}

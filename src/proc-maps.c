@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proc-maps.h"
+#include "util.h"
+
+/* maps of a large QEMU or JVM can hold tens of thousands of lines. */
+#define PROC_MAPS_MAX (64 * 1024 * 1024)
+
+void map_list_done(MapList *l) {
+        free(l->ranges);
+        *l = (MapList) {};
+}
+
+static int map_list_push(MapList *l, const MapRange *r, size_t *alloc) {
+        if (l->n == *alloc) {
+                size_t na = *alloc ? *alloc * 2 : 64;
+                MapRange *n = realloc(l->ranges, na * sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                l->ranges = n;
+                *alloc = na;
+        }
+        l->ranges[l->n++] = *r;
+        return 0;
+}
+
+static int parse_line(const char *line, MapRange *ret) {
+        MapRange m = {};
+        unsigned long long start, end, off, inode;
+        char perms[5], dev[32];
+        int pos = 0;
+
+        if (sscanf(line, "%llx-%llx %4s %llx %31s %llu%n", &start, &end, perms, &off, dev, &inode, &pos) != 6 ||
+            end <= start || strlen(perms) != 4)
+                return -EINVAL;
+        m.start = start;
+        m.end = end;
+        m.read = perms[0] == 'r';
+        m.write = perms[1] == 'w';
+        m.exec = perms[2] == 'x';
+        m.private_ = perms[3] == 'p';
+
+        const char *path = line + pos;
+        while (*path == ' ' || *path == '\t')
+                path++;
+        /* Pseudo-paths in brackets: [heap], [stack] and named anonymous
+         * memory ([anon:NAME], PR_SET_VMA_ANON_NAME) are anonymous; the
+         * rest ([vdso], [vvar], [vsyscall], [uprobes]) are not advisable. */
+        if (*path == 0)
+                m.kind = inode == 0 ? MAP_KIND_ANON : MAP_KIND_FILE;
+        else if (*path == '[') {
+                if (streq(path, "[heap]") || startswith(path, "[stack") || startswith(path, "[anon:"))
+                        m.kind = MAP_KIND_ANON;
+                else
+                        m.kind = MAP_KIND_SPECIAL;
+                m.vdso = streq(path, "[vdso]");
+        } else
+                m.kind = inode == 0 && startswith(path, "[anon_shmem:") ? MAP_KIND_ANON : MAP_KIND_FILE;
+        strscpy(m.path, sizeof m.path, path);
+        *ret = m;
+        return 0;
+}
+
+int proc_maps_parse(const char *text, MapList *ret) {
+        MapList l = {};
+        size_t alloc = 0;
+        _cleanup_free_ char *copy = strdup(text);
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = copy, *next; line && *line; line = next) {
+                MapRange m;
+                int r;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                if (!*line)
+                        continue;
+                r = parse_line(line, &m);
+                if (r >= 0)
+                        r = map_list_push(&l, &m, &alloc);
+                if (r < 0) {
+                        map_list_done(&l);
+                        return r;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+int proc_maps_read(int pid_dirfd, MapList *ret) {
+        _cleanup_free_ char *buf = NULL;
+        int r = read_full_file_at(pid_dirfd, "maps", PROC_MAPS_MAX, &buf, NULL);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        return proc_maps_parse(buf, ret);
+}
+
+static int filter_runs(const MapList *l, bool (*keep)(const MapRange *), MapList *ret) {
+        MapList out = {};
+        size_t alloc = 0;
+
+        for (size_t i = 0; i < l->n; i++) {
+                const MapRange *m = &l->ranges[i];
+                if (!keep(m))
+                        continue;
+                if (out.n > 0 && out.ranges[out.n - 1].end == m->start) {
+                        out.ranges[out.n - 1].end = m->end;
+                        continue;
+                }
+                MapRange c = *m;
+                if (map_list_push(&out, &c, &alloc) < 0) {
+                        map_list_done(&out);
+                        return -ENOMEM;
+                }
+        }
+        *ret = out;
+        return 0;
+}
+
+static bool is_anon_private(const MapRange *m) {
+        return m->kind == MAP_KIND_ANON && m->private_;
+}
+
+static bool is_advisable(const MapRange *m) {
+        return m->kind != MAP_KIND_SPECIAL;
+}
+
+int map_list_anon_private(const MapList *l, MapList *ret) {
+        return filter_runs(l, is_anon_private, ret);
+}
+
+int map_list_advisable_runs(const MapList *l, MapList *ret) {
+        return filter_runs(l, is_advisable, ret);
+}
