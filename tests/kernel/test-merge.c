@@ -167,7 +167,7 @@ static void merge_by(MergeMethod m) {
         uint64_t took = ksm_wait_merging(w.pid, 8192, 60 * USEC_PER_SEC);
         assert_true(took > 0);
         uint64_t sharing1 = ksm_read_counter("pages_sharing");
-        fprintf(stderr, "FIGURE merge method=%s merging_pages=%" PRIu64 " pages_sharing %" PRIu64 " -> %" PRIu64 " (other tests share the counter)
+        fprintf(stderr, "FIGURE merge method=%s merging_pages=%" PRIu64 " pages_sharing %" PRIu64 " -> %" PRIu64
                         " in %.2f s (action %" PRIu64 " us, pause %" PRIu64 " us)\n",
                 merge_method_to_string(m), ksm_process_merging_pages(w.pid), sharing0, sharing1,
                 (double) took / 1e6, o.duration_usec, o.pause_usec);
