@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The merge actuator's pure parts: maps parsing with hostile paths, range
+ * selection, and outcomes for actions that never reach a process. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "merge.h"
+#include "proc-maps.h"
+#include "util.h"
+
+static const char *maps =
+        "55d0c0a00000-55d0c0a02000 r--p 00000000 fe:01 1234                       /usr/bin/qemu (deleted)\n"
+        "55d0c0a02000-55d0c0a08000 r-xp 00002000 fe:01 1234                       /usr/bin/qemu (deleted)\n"
+        "55d0c1000000-55d0c1021000 rw-p 00000000 00:00 0                          [heap]\n"
+        "7f0000000000-7f0040000000 rw-p 00000000 00:00 0 \n"
+        "7f0040000000-7f0040001000 ---p 00000000 00:00 0 \n"
+        "7f0040001000-7f0040801000 rw-p 00000000 00:00 0                          [anon:guest ram]\n"
+        "7f0050000000-7f0050100000 rw-s 00000000 00:01 99                         /memfd:shared (deleted)\n"
+        "7f0060000000-7f0060001000 r-xp 00000000 fe:01 77                         /lib/with space/libc.so.6\n"
+        "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n"
+        "7ffd000fe000-7ffd00100000 r-xp 00000000 00:00 0                          [vdso]\n"
+        "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]\n";
+
+static void test_maps_parse(void **state) {
+        MapList l = {};
+        assert_int_equal(proc_maps_parse(maps, &l), 0);
+        assert_int_equal(l.n, 11);
+        assert_int_equal(l.ranges[0].kind, MAP_KIND_FILE);
+        assert_string_equal(l.ranges[0].path, "/usr/bin/qemu (deleted)");
+        assert_true(l.ranges[1].exec);
+        assert_int_equal(l.ranges[2].kind, MAP_KIND_ANON);
+        assert_int_equal(l.ranges[3].kind, MAP_KIND_ANON);
+        assert_int_equal(l.ranges[5].kind, MAP_KIND_ANON);
+        assert_false(l.ranges[6].private_);
+        assert_string_equal(l.ranges[7].path, "/lib/with space/libc.so.6");
+        assert_true(l.ranges[9].vdso);
+        assert_int_equal(l.ranges[10].kind, MAP_KIND_SPECIAL);
+
+        MapList anon = {};
+        assert_int_equal(map_list_anon_private(&l, &anon), 0);
+        /* heap; the big anonymous run (guard page and guest RAM coalesced); stack */
+        assert_int_equal(anon.n, 3);
+        assert_int_equal(anon.ranges[1].start, 0x7f0000000000);
+        assert_int_equal(anon.ranges[1].end, 0x7f0040801000);
+        map_list_done(&anon);
+
+        MapList runs = {};
+        assert_int_equal(map_list_advisable_runs(&l, &runs), 0);
+        /* the binary; heap; the anonymous run; the memfd; libc; stack (no vdso, vsyscall) */
+        assert_int_equal(runs.n, 6);
+        assert_int_equal(runs.ranges[0].start, 0x55d0c0a00000);
+        assert_int_equal(runs.ranges[0].end, 0x55d0c0a08000);
+        map_list_done(&runs);
+        map_list_done(&l);
+}
+
+static void test_maps_garbage(void **state) {
+        MapList l = {};
+        assert_int_equal(proc_maps_parse("hello world\n", &l), -EINVAL);
+        assert_int_equal(proc_maps_parse("2000-1000 rw-p 0 00:00 0\n", &l), -EINVAL);
+        assert_int_equal(proc_maps_parse("", &l), 0);
+        assert_int_equal(l.n, 0);
+        map_list_done(&l);
+}
+
+static void test_outcomes_without_process(void **state) {
+        Probe p = {};
+        MergeContext c = { .probe = &p };
+        MergeOutcome o;
+        ProcessAction a = { .pid = 1234, .action = MERGE_ACTION_ENABLE, .method = MERGE_METHOD_NONE };
+        assert_int_equal(merge_apply_one(&c, &a, &o), 0);
+        assert_int_equal(o.kind, MERGE_OUTCOME_SKIPPED);
+        assert_string_equal(o.text, "Method=none: not touched");
+        a = (ProcessAction) { .pid = -5, .action = MERGE_ACTION_ENABLE, .method = MERGE_METHOD_INJECT };
+        assert_int_equal(merge_apply_one(&c, &a, &o), 0);
+        assert_int_equal(o.kind, MERGE_OUTCOME_GONE);
+        assert_string_equal(merge_outcome_kind_to_string(MERGE_OUTCOME_REFUSED), "refused");
+}
+
+static void test_ledger(void **state) {
+        MergeOutcome out[] = {
+                { .pid = 10, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 11, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_ALREADY },
+                { .pid = 12, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 12, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_DONE },
+        };
+        MergeReport r = { .outcomes = out, .n = ELEMENTSOF(out) };
+        MergeLedger l = {};
+        assert_int_equal(merge_ledger_update(&l, &r), 0);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.entries[0].pid, 10);
+        assert_ptr_equal(merge_report_find(&r, 12), &out[3]);
+        assert_null(merge_report_find(&r, 99));
+        MergeOutcome gone = { .pid = 10, .kind = MERGE_OUTCOME_GONE };
+        MergeReport r2 = { .outcomes = &gone, .n = 1 };
+        assert_int_equal(merge_ledger_update(&l, &r2), 0);
+        assert_int_equal(l.n, 0);
+        merge_ledger_done(&l);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_maps_parse),
+                cmocka_unit_test(test_maps_garbage),
+                cmocka_unit_test(test_outcomes_without_process),
+                cmocka_unit_test(test_ledger),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
