@@ -15,6 +15,7 @@
 #include "probe.h"
 #include "root.h"
 #include "snapshot.h"
+#include "tuner.h"
 
 /* What the daemon may change, set by an administrator over the bus (SetMode)
  * and kept for the life of the process (a restart starts in auto). Every
@@ -50,6 +51,8 @@ typedef struct Manager {
         Probe probe;
         KnobJournal knobs;
         KsmdSampler *ksmd_sampler;
+        Tuner *tuner;                   /* model + controller + tracefs: the tuning stage */
+        uint64_t next_tick_usec;        /* interval the tuner asked for */
         int ksmd_pid;
 
         Snapshot snapshot;              /* latest */

@@ -15,6 +15,19 @@ static const ConfRange prune_range = { 0, UINT32_MAX };
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Config, field), data }
 
+const char *const idle_mode_names[] = { "slow", "stop", NULL };
+const char *const advisor_policy_names[] = { "off", "leave", NULL };
+
+static const ConfRange percent_range = { 0, 100 };
+static const ConfRange pages_range = { 1, UINT32_MAX };
+static const ConfRange sleep_range = { 0, 60 * 1000 };
+static const ConfRange scans_range = { 1, 1000 };
+static const ConfRange count_range = { 0, UINT32_MAX };
+static const ConfRange burst_interval_range = { 50 * USEC_PER_MSEC, 60 * USEC_PER_SEC };
+static const ConfRange long_span_range = { USEC_PER_SEC, UINT64_C(7) * 24 * 3600 * USEC_PER_SEC };
+static const ConfRange any_span_range = { 0, UINT64_C(7) * 24 * 3600 * USEC_PER_SEC };
+static const ConfRange window_range = { 10 * USEC_PER_MSEC, 5 * USEC_PER_SEC };
+
 const ConfItem config_table[] = {
         ITEM("Daemon", "Interval", conf_parse_timespan, interval_usec, &interval_range),
         ITEM("Daemon", "LogLevel", conf_parse_log_level, log_level, NULL),
@@ -30,6 +43,34 @@ const ConfItem config_table[] = {
         ITEM("Ksm", "MergeAcrossNodes", conf_parse_bool_opt, merge_across_nodes, NULL),
         ITEM("Ksm", "StableNodeChainsPruneMSec", conf_parse_i64_opt, stable_node_chains_prune_ms, &prune_range),
         ITEM("Sampler", "KsmdSampleInterval", conf_parse_timespan, ksmd_sample_interval_usec, &sample_range),
+        ITEM("Tuning", "CpuBudget", conf_parse_double, tuning.cpu_budget_percent, &percent_range),
+        ITEM("Tuning", "CpuBudgetUnderPressure", conf_parse_double, tuning.cpu_budget_pressure_percent, &percent_range),
+        ITEM("Tuning", "BurstCpu", conf_parse_double, tuning.burst_cpu_percent, &percent_range),
+        ITEM("Tuning", "BurstAllowance", conf_parse_timespan, tuning.burst_allowance_usec, &any_span_range),
+        ITEM("Tuning", "MinPagesToScan", conf_parse_u64, tuning.min_pages_to_scan, &pages_range),
+        ITEM("Tuning", "MaxPagesToScan", conf_parse_u64, tuning.max_pages_to_scan, &pages_range),
+        ITEM("Tuning", "MinSleepMSec", conf_parse_u64, tuning.min_sleep_ms, &sleep_range),
+        ITEM("Tuning", "MaxSleepMSec", conf_parse_u64, tuning.max_sleep_ms, &sleep_range),
+        ITEM("Tuning", "BurstInterval", conf_parse_timespan, tuning.burst_interval_usec, &burst_interval_range),
+        ITEM("Tuning", "BackoffFullScans", conf_parse_u64, tuning.backoff_full_scans, &scans_range),
+        ITEM("Tuning", "MinGainPages", conf_parse_u64, tuning.min_gain_pages, &pages_range),
+        ITEM("Tuning", "BurstMinNewPages", conf_parse_u64, tuning.burst_min_new_pages, &pages_range),
+        ITEM("Tuning", "MaintenanceScanTime", conf_parse_timespan, tuning.maintenance_scan_time_usec, &long_span_range),
+        ITEM("Tuning", "IdleAfter", conf_parse_timespan, tuning.idle_after_usec, &any_span_range),
+        ITEM("Tuning", "IdleMode", conf_parse_enum, tuning.idle_mode, idle_mode_names),
+        ITEM("Tuning", "MemAvailablePlentiful", conf_parse_double, tuning.mem_plentiful_percent, &percent_range),
+        ITEM("Tuning", "MemAvailableTight", conf_parse_double, tuning.mem_tight_percent, &percent_range),
+        ITEM("Tuning", "PressureHigh", conf_parse_double, tuning.psi_high_percent, &percent_range),
+        ITEM("Tuning", "AdvisorPolicy", conf_parse_enum, tuning.advisor_policy, advisor_policy_names),
+        ITEM("Tuning", "Tracepoints", conf_parse_bool, tuning.tracepoints, NULL),
+        ITEM("Tuning", "MountTracefs", conf_parse_bool, tuning.mount_tracefs, NULL),
+        ITEM("Tuning", "ContentionInterval", conf_parse_timespan, tuning.contention_interval_usec, &long_span_range),
+        ITEM("Tuning", "ContentionWindow", conf_parse_timespan, tuning.contention_window_usec, &window_range),
+        ITEM("Tuning", "ContentionMinBlocked", conf_parse_double, tuning.contention_min_blocked_percent, &percent_range),
+        ITEM("Tuning", "ExcludeBlocked", conf_parse_double, tuning.exclude_blocked_percent, &percent_range),
+        ITEM("Tuning", "ExcludeMaxMergingPages", conf_parse_u64, tuning.exclude_max_merging_pages, &count_range),
+        ITEM("Tuning", "ReadmitAfter", conf_parse_timespan, tuning.readmit_after_usec, &long_span_range),
+        ITEM("Tuning", "MinProcessAge", conf_parse_timespan, tuning.min_process_age_usec, &any_span_range),
 };
 const size_t config_table_size = ELEMENTSOF(config_table);
 
@@ -47,6 +88,7 @@ void config_init_defaults(Config *c) {
                 .merge_across_nodes = -1,
                 .stable_node_chains_prune_ms = -1,
                 .ksmd_sample_interval_usec = 20 * USEC_PER_MSEC,
+                .tuning = TUNING_CONFIG_DEFAULTS,
         };
         (void) strv_split_whitespace(DEFAULT_POLICY_DIRS, &c->policy_dirs);
         c->runtime_dir = strdup("/run/ksmtuned2");

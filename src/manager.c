@@ -75,6 +75,7 @@ Manager *manager_free(Manager *m) {
         ksmd_sampler_stop(m->ksmd_sampler);
         discovery_free(m->discovery);
         manager_bus_free(m->bus);
+        tuner_free(m->tuner);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->watchdog_source);
         sd_event_unref(m->event);
@@ -101,9 +102,15 @@ static char *knob_state_path(const Manager *m) {
 }
 
 static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
-        for (int k = _KSM_FIRST_KNOB; k < _KSM_KEY_MAX; k++) {
+        for (int i = _KSM_FIRST_KNOB - 1; i < _KSM_KEY_MAX; i++) {
+                /* advisor_mode first: pages_to_scan refuses writes (EINVAL)
+                 * while the advisor runs. */
+                int k = i < _KSM_FIRST_KNOB ? KSM_ADVISOR_MODE : i;
                 char v[32];
                 int r;
+
+                if (i == KSM_ADVISOR_MODE)
+                        continue;
 
                 if (!knob_plan_has(plan, (KsmKey) k))
                         continue;
@@ -164,8 +171,8 @@ static void manager_handle_actions(Manager *m, const Plan *actions) {
 }
 
 int manager_tick(Manager *m) {
+        _cleanup_(plan_done) Plan plan = {};
         Snapshot s;
-        KnobPlan plan;
         int r;
 
         r = snapshot_collect(m->root, m->ksmd_pid, m->ksmd_sampler, &s);
@@ -178,8 +185,9 @@ int manager_tick(Manager *m) {
         m->snapshot = s;
         m->tick_count++;
 
-        /* Sample ksmd's state only while it runs: an idle host costs nothing. */
-        ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1));
+        /* Sample ksmd's state only while it scans: an idle host costs nothing. */
+        ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1 &&
+                                                   tuner_wants_sampling(m->tuner)));
 
         if (m->discovery) {
                 Plan actions = {};
@@ -192,9 +200,13 @@ int manager_tick(Manager *m) {
                 plan_done(&actions);
         }
 
-        knob_plan_from_config(&m->config, &plan);
+        knob_plan_from_config(&m->config, &plan.knobs);
+        r = tuner_tick(m->tuner, &s, &m->config, &m->decisions, &plan, &m->next_tick_usec);
+        if (r < 0)
+                return log_error_errno(r, "Tuning failed: %m");
         if (s.ksm_present && manager_may_tune(m))
-                apply_knob_plan(m, &plan);
+                apply_knob_plan(m, &plan.knobs);
+        manager_handle_actions(m, &plan);
 
         notify_status(m);
         manager_bus_emit_changes(m);
@@ -210,14 +222,23 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 (void) sd_notify(false, "READY=1");
                 m->ready_sent = true;
         }
-        /* A time source is one-shot: it is off once dispatched, and a new
-         * time alone does not switch it back on. */
-        r = sd_event_source_set_time(es, usec + m->config.interval_usec);
-        if (r >= 0)
-                r = sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
+        r = sd_event_source_set_time(es, now_usec(CLOCK_MONOTONIC) +
+                                                 (m->next_tick_usec ? m->next_tick_usec : m->config.interval_usec));
+        if (r < 0)
+                return sd_event_exit(m->event, r);
+        /* A oneshot timer is disabled while it is dispatched; set_time alone
+         * does not re-arm it. */
+        r = sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
         if (r < 0)
                 return sd_event_exit(m->event, r);
         return 0;
+}
+
+/* New mergeable memory: tick now rather than at the next interval. */
+static void manager_wake(void *userdata) {
+        Manager *m = userdata;
+        (void) sd_event_source_set_time(m->tick_source, now_usec(CLOCK_MONOTONIC));
+        (void) sd_event_source_set_enabled(m->tick_source, SD_EVENT_ONESHOT);
 }
 
 static int on_watchdog(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -320,6 +341,10 @@ int manager_startup(Manager *m) {
         r = discovery_start(m->discovery);
         if (r < 0)
                 return log_error_errno(r, "Failed to scan processes: %m");
+
+        r = tuner_new(m->event, m->root, m->ksmd_pid, &m->config, manager_wake, m, &m->tuner);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up tuning: %m");
 
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
         if (r >= 0)

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "conf.h"
+#include "controller.h"
+#include "decisions.h"
+#include "model.h"
+#include "plan.h"
+#include "root.h"
+#include "snapshot.h"
+
+/* The tuning stage as the manager sees it: it owns the model, the
+ * controller and the private tracefs instance (ksm_enter wake-ups, sampled
+ * mmap_lock windows), and turns one snapshot into knobs, process actions and
+ * decisions. The manager calls it once per tick. */
+typedef struct Tuner Tuner;
+
+/* wake is called (from the event loop) when the tuner wants a tick now:
+ * new mergeable memory appeared. Without tracefs the tuner still works, on
+ * the counters alone. */
+int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, void (*wake)(void *userdata),
+              void *userdata, Tuner **ret);
+Tuner *tuner_free(Tuner *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Tuner *, tuner_free);
+
+/* One tick: model update, controller, plan. The knobs and actions go into
+ * plan (on top of what is there), every decision into log and the journal.
+ * *ret_next_usec says when the next tick is due. -ENOMEM. */
+int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *log, Plan *plan,
+               uint64_t *ret_next_usec);
+
+/* Whether ksmd's state sampler is worth running now (ksmd scans). */
+bool tuner_wants_sampling(const Tuner *t);
+
+const Model *tuner_model(const Tuner *t);
+const Controller *tuner_controller(const Tuner *t);

@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "controller.h"
+#include "util.h"
+
+/* Rate changes smaller than this are noise: the knobs stay. */
+#define RATE_DEADBAND 0.25
+/* Outside bursts the knobs are lowered at most this often. */
+#define SLOW_CHANGE_INTERVAL_USEC (30 * USEC_PER_SEC)
+/* A burst that the scan results (not new memory) call for waits this long
+ * after the last back-off, so a workload whose sharing wobbles around
+ * MinGainPages cannot make ksmd flap between burst and maintenance. */
+#define REBURST_COOLDOWN_USEC (30 * USEC_PER_SEC)
+/* Each decay step keeps this fraction of the rate. */
+#define DECAY_FACTOR 0.25
+/* A burst with nothing to scan (the mm that entered is gone already) ends
+ * after this long. */
+#define EMPTY_BURST_USEC (2 * USEC_PER_SEC)
+
+const char *tune_mode_to_string(TuneMode m) {
+        static const char *const names[_TUNE_MODE_MAX] = {
+                [TUNE_MODE_MAINTAIN] = "maintain",
+                [TUNE_MODE_BURST] = "burst",
+                [TUNE_MODE_DECAY] = "decay",
+                [TUNE_MODE_IDLE] = "idle",
+        };
+        return m >= 0 && m < _TUNE_MODE_MAX ? names[m] : NULL;
+}
+
+_printf_(3, 4) static void decide(ControllerDecisions *d, const char *kind, const char *fmt, ...) {
+        va_list ap;
+        if (d->n >= CONTROLLER_MAX_DECISIONS)
+                return;
+        ControllerDecision *x = &d->d[d->n++];
+        strscpy(x->kind, sizeof x->kind, kind);
+        va_start(ap, fmt);
+        vsnprintf(x->text, sizeof x->text, fmt, ap);
+        va_end(ap);
+}
+
+static const char *fmt_pages(char *buf, size_t n, const Model *m, uint64_t pages) {
+        return format_bytes(buf, n, pages * m->page_size);
+}
+
+void controller_init(Controller *c, const TuningConfig *cfg, uint64_t now_usec) {
+        *c = (Controller) {
+                .mode = TUNE_MODE_MAINTAIN,
+                .mode_since_usec = now_usec,
+                .allowance_nsec = (double) cfg->burst_allowance_usec * NSEC_PER_USEC,
+                .run = true,
+        };
+}
+
+double controller_need(const Model *m, const TuningConfig *cfg) {
+        double plenty = cfg->mem_plentiful_percent / 100.0, tight = cfg->mem_tight_percent / 100.0;
+        double r = m->mem_available_ratio, mem = 0, psi = 0;
+
+        if (plenty <= tight)
+                mem = r <= tight ? 1 : 0;
+        else
+                mem = CLAMP((plenty - r) / (plenty - tight), 0.0, 1.0);
+        if (m->psi_present && cfg->psi_high_percent > 0)
+                psi = CLAMP(m->psi_some_avg10 / cfg->psi_high_percent, 0.0, 1.0);
+        return MAX(mem, psi);
+}
+
+double controller_budget(const TuningConfig *cfg, double need) {
+        double lo = cfg->cpu_budget_percent, hi = MAX(cfg->cpu_budget_pressure_percent, lo);
+        return (lo + (hi - lo) * CLAMP(need, 0.0, 1.0)) / 100.0;
+}
+
+void controller_knobs_for_rate(const TuningConfig *cfg, double rate, double cpu_nsec_per_page,
+                               uint64_t *ret_pages_to_scan, uint64_t *ret_sleep_ms) {
+        uint64_t min_pages = MIN(cfg->min_pages_to_scan, cfg->max_pages_to_scan);
+        uint64_t max_pages = MAX(cfg->min_pages_to_scan, cfg->max_pages_to_scan);
+        uint64_t min_sleep = MIN(cfg->min_sleep_ms, cfg->max_sleep_ms);
+        uint64_t max_sleep = MAX(cfg->min_sleep_ms, cfg->max_sleep_ms);
+        double duty, pages, sleep_ms;
+
+        if (!(rate > 0))
+                rate = 1;
+        /* ksmd scans pages_to_scan pages (taking pages * cost of CPU), then
+         * sleeps sleep_millisecs: rate = P / (P*c + S). For a wanted rate
+         * with CPU share d = rate*c that gives P = rate * S / (1 - d). */
+        duty = MIN(rate * cpu_nsec_per_page / (double) NSEC_PER_SEC, 0.99);
+        sleep_ms = (double) min_sleep;
+        pages = rate * sleep_ms / 1000.0 / (1.0 - duty);
+        if (min_sleep == 0 && duty < 0.99)
+                /* no sleep at all: only pages_to_scan = max runs ksmd flat out */
+                pages = (double) max_pages;
+        if (pages > (double) max_pages)
+                pages = (double) max_pages;
+        if (pages < (double) min_pages) {
+                pages = (double) min_pages;
+                sleep_ms = pages * (1.0 - duty) / rate * 1000.0;
+                sleep_ms = CLAMP(sleep_ms, (double) min_sleep, (double) max_sleep);
+        }
+        *ret_pages_to_scan = (uint64_t) llround(pages);
+        *ret_sleep_ms = (uint64_t) llround(sleep_ms);
+}
+
+static double maintenance_rate(const Model *m, const TuningConfig *cfg, double need, double cpu_nsec) {
+        double scan_sec = (double) cfg->maintenance_scan_time_usec / USEC_PER_SEC;
+        double min_rate = (double) cfg->min_pages_to_scan * 1000.0 / (double) MAX(cfg->max_sleep_ms, UINT64_C(1));
+        /* under pressure, a full scan comes round up to 4x as often */
+        double rate = (double) m->rmap_items / scan_sec * (1.0 + 3.0 * need);
+        double cap = controller_budget(cfg, need) * NSEC_PER_SEC / cpu_nsec;
+        return MAX(MIN(rate, cap), min_rate);
+}
+
+static double idle_rate(const TuningConfig *cfg) {
+        return (double) cfg->min_pages_to_scan * 1000.0 / (double) MAX(cfg->max_sleep_ms, UINT64_C(1));
+}
+
+static void set_mode(Controller *c, TuneMode mode, uint64_t now) {
+        if (c->mode == TUNE_MODE_BURST && mode != TUNE_MODE_BURST)
+                c->backoff_usec = now;
+        c->mode = mode;
+        c->mode_since_usec = now;
+        c->throttled = false;
+}
+
+static void account_allowance(Controller *c, const Model *m, const TuningConfig *cfg, double budget) {
+        const ModelTick *t = model_tick(m, 0);
+        double cap = (double) cfg->burst_allowance_usec * NSEC_PER_USEC;
+
+        if (!t || t->time_usec == c->last_tick_usec)
+                return;
+        c->last_tick_usec = t->time_usec;
+        /* A token bucket of ksmd CPU time: filled at the budget, drained by
+         * what ksmd really used, so bursts are fast but the long-run
+         * average stays at the budget. */
+        c->allowance_nsec += budget * (double) t->dt_usec * NSEC_PER_USEC - (double) t->ksmd_cpu_nsec;
+        c->allowance_nsec = CLAMP(c->allowance_nsec, -cap, cap);
+}
+
+static bool exclusion_find(const Controller *c, int pid) {
+        for (size_t i = 0; i < c->n_exclusions; i++)
+                if (c->exclusions[i].pid == pid)
+                        return true;
+        return false;
+}
+
+static int judge_contenders(Controller *c, const Model *m, const TuningConfig *cfg, uint64_t now, Plan *plan,
+                            ControllerDecisions *d) {
+        int r;
+
+        /* Readmission first, so a slot frees before new exclusions. */
+        for (size_t i = 0; i < c->n_exclusions;) {
+                Exclusion *x = &c->exclusions[i];
+                char span[32];
+                if (now - x->since_usec < cfg->readmit_after_usec) {
+                        i++;
+                        continue;
+                }
+                ProcessAction a = {
+                        .pid = x->pid,
+                        .start_time_ticks = x->start_time_ticks,
+                        .action = MERGE_ACTION_ENABLE,
+                        .method = MERGE_METHOD_ANY,
+                };
+                snprintf(a.reason, sizeof a.reason, "readmitting pid %d (%s): excluded %s ago", x->pid, x->comm,
+                         format_timespan(span, sizeof span, now - x->since_usec));
+                r = plan_add_action(plan, &a);
+                if (r < 0)
+                        return r;
+                decide(d, "exclude", "%s", a.reason);
+                *x = c->exclusions[--c->n_exclusions];
+        }
+
+        if (m->window_usec == 0 || m->window_usec == c->last_window_usec)
+                return 0;
+        c->last_window_usec = m->window_usec;
+
+        for (size_t i = 0; i < m->n_contenders; i++) {
+                const ModelContender *x = &m->contenders[i];
+                double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK ? x->trylock_failure_fraction
+                                                                     : x->ksmd_blocked_fraction;
+                char why[96];
+
+                if (share * 100.0 < cfg->exclude_blocked_percent)
+                        continue;
+                /* Only a process whose memory yields little: excluding a
+                 * victim that merges (the same-process case) would lose its
+                 * savings for the sake of its own churn. Unknown yield is not
+                 * "little". */
+                if (x->merging_pages < 0 || (uint64_t) x->merging_pages > cfg->exclude_max_merging_pages)
+                        continue;
+                if (exclusion_find(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
+                        continue;
+
+                if (m->lock_core == KSM_LOCK_CORE_TRYLOCK)
+                        snprintf(why, sizeof why, "%.0f%% of ksmd's tries of its mmap lock failed",
+                                 x->trylock_failure_fraction * 100.0);
+                else
+                        snprintf(why, sizeof why, "%.0f%% of ksmd time blocked on its mmap lock",
+                                 x->ksmd_blocked_fraction * 100.0);
+                ProcessAction a = {
+                        .pid = x->pid,
+                        .start_time_ticks = x->start_time_ticks,
+                        .action = MERGE_ACTION_DISABLE,
+                        .method = MERGE_METHOD_ANY,
+                };
+                snprintf(a.reason, sizeof a.reason, "excluding pid %d (%s): %s, %" PRIi64 " pages merged", x->pid,
+                         x->comm, why, x->merging_pages);
+                r = plan_add_action(plan, &a);
+                if (r < 0)
+                        return r;
+                decide(d, "exclude", "%s", a.reason);
+                c->exclusions[c->n_exclusions++] = (Exclusion) {
+                        .pid = x->pid,
+                        .start_time_ticks = x->start_time_ticks,
+                        .since_usec = now,
+                };
+                strscpy(c->exclusions[c->n_exclusions - 1].comm, sizeof x->comm, x->comm);
+        }
+        return 0;
+}
+
+/* Whether pages_to_scan is ours to set, with the decisions that go with
+ * it. */
+static bool handle_advisor(Controller *c, const Model *m, const TuningConfig *cfg, KnobPlan *k,
+                           ControllerDecisions *d) {
+        if (!m->advisor_scan_time) {
+                if (c->advisor_switched_off)
+                        c->advisor_seen_off = true;
+                return !c->advisor_left;
+        }
+        if (c->advisor_left)
+                return false;
+        if (cfg->advisor_policy == ADVISOR_POLICY_LEAVE) {
+                c->advisor_left = true;
+                decide(d, "advisor",
+                       "advisor_mode=scan-time: leaving pages_to_scan to the kernel advisor (AdvisorPolicy=leave), "
+                       "tuning sleep_millisecs and run only");
+                return false;
+        }
+        if (c->advisor_switched_off && c->advisor_seen_off) {
+                /* Someone turned it back on after we turned it off: that is
+                 * a person's choice, not a knob to fight over. */
+                c->advisor_left = true;
+                decide(d, "advisor",
+                       "advisor_mode=scan-time was switched on again by someone else: leaving pages_to_scan to "
+                       "the advisor from now on");
+                return false;
+        }
+        if (!c->advisor_switched_off)
+                decide(d, "advisor",
+                       "switching advisor_mode=scan-time off: ksmtuned2 sets pages_to_scan itself "
+                       "(AdvisorPolicy=off; the kernel refuses pages_to_scan writes while the advisor runs)");
+        c->advisor_switched_off = true;
+        knob_plan_set(k, KSM_ADVISOR_MODE, KSM_ADVISOR_NONE);
+        return true;
+}
+
+int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, uint64_t now, Plan *plan,
+                      ControllerDecisions *d) {
+        double need = controller_need(m, cfg);
+        double budget = controller_budget(cfg, need);
+        double cpu = model_cpu_nsec_per_page(m);
+        double rate, m_rate = maintenance_rate(m, cfg, need, cpu);
+        uint64_t new_pages = m->new_mergeable_total - c->seen_new_mergeable;
+        bool entered = m->entered_count != c->seen_entered;
+        char a[32], b[32];
+        TuneMode before = c->mode;
+        int r;
+
+        account_allowance(c, m, cfg, budget);
+
+        /* --- the mode --- */
+        if (entered || new_pages >= cfg->burst_min_new_pages) {
+                if (c->mode == TUNE_MODE_BURST)
+                        ; /* already bursting: the new memory is being scanned */
+                else if (entered && new_pages >= cfg->burst_min_new_pages)
+                        decide(d, "tuning", "burst: pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
+                               m->entered_comm, fmt_pages(a, sizeof a, m, new_pages));
+                else if (entered)
+                        decide(d, "tuning", "burst: pid %d (%s) entered KSM", m->entered_pid, m->entered_comm);
+                else
+                        decide(d, "tuning", "burst: %s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
+                c->seen_entered = m->entered_count;
+                c->seen_new_mergeable = m->new_mergeable_total;
+                if (c->mode != TUNE_MODE_BURST)
+                        set_mode(c, TUNE_MODE_BURST, now);
+        } else if ((c->mode == TUNE_MODE_MAINTAIN || c->mode == TUNE_MODE_IDLE) && m->scans_without_gain == 0 &&
+                   m->last_gain_usec > c->mode_since_usec && m->last_scan_gain_pages >= (int64_t) m->min_gain_pages &&
+                   now - c->backoff_usec >= REBURST_COOLDOWN_USEC) {
+                decide(d, "tuning", "burst: a %s scan found %s of new sharing",
+                       c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",
+                       fmt_pages(a, sizeof a, m, (uint64_t) m->last_scan_gain_pages));
+                set_mode(c, TUNE_MODE_BURST, now);
+        } else if (c->mode == TUNE_MODE_BURST) {
+                if (m->scans_without_gain >= cfg->backoff_full_scans) {
+                        decide(d, "tuning", "backing off: %" PRIu64 " full scans without new sharing (saving %s)",
+                               m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing));
+                        set_mode(c, TUNE_MODE_DECAY, now);
+                } else if (m->rmap_items == 0 && now - c->mode_since_usec >= EMPTY_BURST_USEC) {
+                        decide(d, "tuning", "backing off: nothing left to scan");
+                        set_mode(c, TUNE_MODE_DECAY, now);
+                }
+        }
+        if (c->mode == TUNE_MODE_DECAY && c->rate_pages_per_sec * DECAY_FACTOR <= m_rate * (1 + RATE_DEADBAND)) {
+                decide(d, "tuning", "maintenance: a full scan of %s every %s",
+                       fmt_pages(a, sizeof a, m, m->rmap_items),
+                       format_timespan(b, sizeof b, cfg->maintenance_scan_time_usec));
+                set_mode(c, TUNE_MODE_MAINTAIN, now);
+        }
+        if (c->mode == TUNE_MODE_MAINTAIN && cfg->idle_after_usec > 0 &&
+            now - MAX(m->last_gain_usec, c->mode_since_usec) >= cfg->idle_after_usec) {
+                decide(d, "tuning", "idle: no new sharing for %s%s",
+                       format_timespan(a, sizeof a, now - MAX(m->last_gain_usec, c->mode_since_usec)),
+                       cfg->idle_mode == IDLE_MODE_STOP ? ", stopping ksmd (run=0 keeps merged pages)" : "");
+                set_mode(c, TUNE_MODE_IDLE, now);
+        }
+
+        /* --- the rate --- */
+        switch (c->mode) {
+        case TUNE_MODE_BURST:
+                if (c->allowance_nsec > 0)
+                        rate = cfg->burst_cpu_percent / 100.0 * NSEC_PER_SEC / cpu;
+                else {
+                        if (!c->throttled)
+                                decide(d, "tuning", "burst throttled: allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
+                                       format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
+                        c->throttled = true;
+                        rate = MAX(budget * NSEC_PER_SEC / cpu, m_rate);
+                }
+                break;
+        case TUNE_MODE_DECAY:
+                rate = MAX(c->rate_pages_per_sec * DECAY_FACTOR, m_rate);
+                break;
+        case TUNE_MODE_IDLE:
+                rate = idle_rate(cfg);
+                break;
+        default:
+                rate = m_rate;
+                break;
+        }
+
+        /* --- hysteresis and rate limits --- */
+        bool change = !c->have_knobs || c->mode != before;
+        if (!change) {
+                double rel = c->rate_pages_per_sec > 0 ? fabs(rate - c->rate_pages_per_sec) / c->rate_pages_per_sec : 1;
+                uint64_t min_gap = (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
+                                           ? cfg->burst_interval_usec
+                                           : SLOW_CHANGE_INTERVAL_USEC;
+                if (rel > RATE_DEADBAND && (rate > c->rate_pages_per_sec || now - c->last_change_usec >= min_gap))
+                        change = true;
+        }
+        if (change) {
+                uint64_t p, s;
+                controller_knobs_for_rate(cfg, rate, cpu, &p, &s);
+                c->rate_pages_per_sec = rate;
+                c->pages_to_scan = p;
+                c->sleep_ms = s;
+                c->last_change_usec = now;
+                c->have_knobs = true;
+        }
+        c->run = !(c->mode == TUNE_MODE_IDLE && cfg->idle_mode == IDLE_MODE_STOP);
+
+        /* --- the plan --- */
+        bool own_pages = handle_advisor(c, m, cfg, &plan->knobs, d);
+        if (own_pages)
+                knob_plan_set(&plan->knobs, KSM_PAGES_TO_SCAN, c->pages_to_scan);
+        knob_plan_set(&plan->knobs, KSM_SLEEP_MILLISECS, c->sleep_ms);
+        knob_plan_set(&plan->knobs, KSM_RUN, c->run ? 1 : 0);
+
+        r = judge_contenders(c, m, cfg, now, plan, d);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec) {
+        if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
+                return MIN(cfg->burst_interval_usec, default_usec);
+        return default_usec;
+}
+
+size_t controller_defer_young(Plan *plan, const TuningConfig *cfg, uint64_t uptime_ticks, uint64_t hz) {
+        size_t w = 0, deferred = 0;
+        uint64_t min_ticks = cfg->min_process_age_usec * MAX(hz, UINT64_C(1)) / USEC_PER_SEC;
+
+        for (size_t i = 0; i < plan->n_actions; i++) {
+                const ProcessAction *a = &plan->actions[i];
+                if (a->action == MERGE_ACTION_ENABLE && a->start_time_ticks > 0 &&
+                    (uptime_ticks < a->start_time_ticks || uptime_ticks - a->start_time_ticks < min_ticks)) {
+                        deferred++;
+                        continue;
+                }
+                plan->actions[w++] = *a;
+        }
+        plan->n_actions = w;
+        return deferred;
+}

@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <string.h>
+
+#include "model.h"
+#include "util.h"
+
+/* Before ksmd's cost is measured on this host: ~4 us of CPU per scanned
+ * page, what the trylock thread in shared/seeds measured uncontended (3.9 /
+ * 4.0 us per page) and close to what this 6.18 machine shows. */
+#define DEFAULT_CPU_NSEC_PER_PAGE 4000.0
+/* Rates are averaged only over ticks with at least this much work, so that a
+ * tick with a handful of pages does not swing them. */
+#define MIN_PAGES_FOR_RATE 512
+#define EWMA_WEIGHT 0.3
+
+const char *ksm_lock_core_to_string(KsmLockCore c) {
+        static const char *const names[_KSM_LOCK_CORE_MAX] = {
+                [KSM_LOCK_CORE_UNKNOWN] = "unknown",
+                [KSM_LOCK_CORE_BLOCKING] = "blocking",
+                [KSM_LOCK_CORE_TRYLOCK] = "trylock",
+                [KSM_LOCK_CORE_PER_VMA] = "per-vma",
+        };
+        return c >= 0 && c < _KSM_LOCK_CORE_MAX ? names[c] : NULL;
+}
+
+void model_init(Model *m, uint64_t page_size, uint64_t min_gain_pages) {
+        *m = (Model) {
+                .page_size = page_size ? page_size : PAGE_SIZE_DEFAULT,
+                .min_gain_pages = MAX(min_gain_pages, UINT64_C(1)),
+                .mem_available_ratio = 1.0,
+        };
+}
+
+static double ewma(double old, double sample) {
+        return old <= 0 ? sample : old + EWMA_WEIGHT * (sample - old);
+}
+
+static uint64_t delta_u64(uint64_t now, uint64_t before) {
+        /* Counters only go back when KSM was reset (run=2 zeroes some). */
+        return now >= before ? now - before : 0;
+}
+
+const ModelTick *model_tick(const Model *m, size_t i) {
+        if (i >= m->n_ticks)
+                return NULL;
+        return &m->ticks[(m->head + MODEL_HISTORY - 1 - i) % MODEL_HISTORY];
+}
+
+double model_cpu_nsec_per_page(const Model *m) {
+        return m->cpu_nsec_per_page > 0 ? m->cpu_nsec_per_page : DEFAULT_CPU_NSEC_PER_PAGE;
+}
+
+void model_update(Model *m, const Snapshot *s) {
+        const KsmState *k = &s->ksm;
+        int64_t sharing, rmap;
+
+        m->time_usec = s->time_usec;
+        if (!s->ksm_present)
+                return;
+
+        m->run = k->value[KSM_RUN] == 1;
+        m->advisor_scan_time = ksm_state_has(k, KSM_ADVISOR_MODE) && k->value[KSM_ADVISOR_MODE] == KSM_ADVISOR_SCAN_TIME;
+        m->smart_scan = ksm_state_has(k, KSM_SMART_SCAN) && k->value[KSM_SMART_SCAN] == 1;
+        m->pages_to_scan = k->value[KSM_PAGES_TO_SCAN];
+        m->sleep_ms = k->value[KSM_SLEEP_MILLISECS];
+        m->pages_shared = k->value[KSM_PAGES_SHARED];
+        m->pages_sharing = k->value[KSM_PAGES_SHARING];
+        m->pages_unshared = k->value[KSM_PAGES_UNSHARED];
+        m->pages_volatile = k->value[KSM_PAGES_VOLATILE];
+        m->full_scans = k->value[KSM_FULL_SCANS];
+        /* The kernel computes pages_volatile as rmap_items - shared - sharing
+         * - unshared (clamped at 0), so their sum gives back ksm_rmap_items:
+         * one per page ksmd has met in a mergeable area. */
+        m->rmap_items = m->pages_shared + m->pages_sharing + m->pages_unshared + m->pages_volatile;
+
+        if (s->mem.mem_total_kib > 0 && s->mem.has_mem_available)
+                m->mem_available_ratio = (double) s->mem.mem_available_kib / (double) s->mem.mem_total_kib;
+        m->psi_present = s->psi.present;
+        if (s->psi.present) {
+                m->psi_some_avg10 = s->psi.some.avg10;
+                m->psi_full_avg10 = s->psi.full.avg10;
+        }
+
+        sharing = (int64_t) m->pages_sharing;
+        rmap = (int64_t) m->rmap_items;
+        if (!m->have_last) {
+                m->have_last = true;
+                m->last_time_usec = s->time_usec;
+                m->last_scanned = k->value[KSM_PAGES_SCANNED];
+                m->last_skipped = k->value[KSM_PAGES_SKIPPED];
+                m->last_full_scans = m->full_scans;
+                m->last_cpu_nsec = s->ksmd_present ? s->ksmd.cpu_ns : 0;
+                m->last_sharing = sharing;
+                m->last_rmap = rmap;
+                return;
+        }
+
+        ModelTick t = {
+                .time_usec = s->time_usec,
+                .dt_usec = delta_u64(s->time_usec, m->last_time_usec),
+                .scanned_pages = delta_u64(k->value[KSM_PAGES_SCANNED], m->last_scanned),
+                .skipped_pages = delta_u64(k->value[KSM_PAGES_SKIPPED], m->last_skipped),
+                .full_scans = delta_u64(m->full_scans, m->last_full_scans),
+                .sharing_delta = sharing - m->last_sharing,
+                .rmap_delta = rmap - m->last_rmap,
+                .ksmd_cpu_nsec = s->ksmd_present ? delta_u64(s->ksmd.cpu_ns, m->last_cpu_nsec) : 0,
+                .samples = s->ksmd_waits.samples,
+                .blocked_fraction = ksmd_wait_fraction(&s->ksmd_waits, KSMD_BLOCKED_MMAP_LOCK),
+                .run = m->run,
+        };
+        m->last_time_usec = s->time_usec;
+        m->last_scanned = k->value[KSM_PAGES_SCANNED];
+        m->last_skipped = k->value[KSM_PAGES_SKIPPED];
+        m->last_full_scans = m->full_scans;
+        if (s->ksmd_present)
+                m->last_cpu_nsec = s->ksmd.cpu_ns;
+        m->last_sharing = sharing;
+        m->last_rmap = rmap;
+
+        m->ticks[m->head] = t;
+        m->head = (m->head + 1) % MODEL_HISTORY;
+        if (m->n_ticks < MODEL_HISTORY)
+                m->n_ticks++;
+
+        if (t.dt_usec > 0)
+                m->ksmd_cpu_fraction = (double) t.ksmd_cpu_nsec / ((double) t.dt_usec * NSEC_PER_USEC);
+        if (t.samples > 0)
+                m->blocked_fraction = ewma(m->blocked_fraction, t.blocked_fraction);
+        if (t.scanned_pages >= MIN_PAGES_FOR_RATE) {
+                if (t.ksmd_cpu_nsec > 0)
+                        m->cpu_nsec_per_page = ewma(m->cpu_nsec_per_page,
+                                                    (double) t.ksmd_cpu_nsec / (double) t.scanned_pages);
+                double gain = t.sharing_delta > 0 ? (double) t.sharing_delta : 0;
+                m->sharing_per_page = ewma(m->sharing_per_page, gain / (double) t.scanned_pages);
+                if (t.ksmd_cpu_nsec > 0)
+                        m->sharing_per_cpu_sec = ewma(m->sharing_per_cpu_sec,
+                                                      gain / ((double) t.ksmd_cpu_nsec / NSEC_PER_SEC));
+        }
+
+        if (t.rmap_delta > 0) {
+                m->new_mergeable_total += (uint64_t) t.rmap_delta;
+                m->new_mergeable_usec = s->time_usec;
+        }
+
+        /* A full scan pays when it found new sharing, or met memory it had
+         * not seen: a page needs two passes (checksum, then the unstable
+         * tree) before it can merge, so the pass that meets new memory
+         * cannot show its gain yet. Gains are attributed to all the scans
+         * that ended in this tick, which may lag by one tick when a small
+         * set is scanned many times per tick. */
+        m->scan_sharing_gain += t.sharing_delta;
+        m->scan_rmap_gain += t.rmap_delta;
+        if (t.full_scans > 0) {
+                bool paid = m->scan_sharing_gain >= (int64_t) m->min_gain_pages ||
+                            m->scan_rmap_gain >= (int64_t) m->min_gain_pages;
+                m->last_scan_gain_pages = m->scan_sharing_gain;
+                if (paid) {
+                        m->scans_without_gain = 0;
+                        m->last_gain_usec = s->time_usec;
+                } else
+                        m->scans_without_gain += t.full_scans;
+                m->scan_sharing_gain = 0;
+                m->scan_rmap_gain = 0;
+                if (t.dt_usec > 0)
+                        m->full_scan_usec = ewma(m->full_scan_usec, (double) t.dt_usec / (double) t.full_scans);
+        }
+}
+
+void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm) {
+        m->entered_usec = now_usec;
+        m->entered_count++;
+        m->entered_pid = pid;
+        strscpy(m->entered_comm, sizeof m->entered_comm, comm ? comm : "");
+        /* The new mm has not been scanned yet: the scans so far say nothing
+         * about it. */
+        m->scans_without_gain = 0;
+}
+
+void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages) {
+        if (pages == 0)
+                return;
+        m->new_mergeable_total += pages;
+        m->new_mergeable_usec = now_usec;
+        m->scans_without_gain = 0;
+}
+
+void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, uint64_t wall_usec,
+                      uint64_t scanned_pages) {
+        double wall_nsec = (double) MAX(wall_usec, UINT64_C(1)) * NSEC_PER_USEC;
+
+        m->window_usec = now_usec;
+        m->window_lost_events = w->lost_events;
+        m->window_ksmd_blocked_fraction = MIN(1.0, (double) w->ksmd_wait_nsec / wall_nsec);
+
+        /* The locking core: a failed acquisition by ksmd only exists with
+         * the trylock patch (stock ksmd's mmap_read_lock cannot fail); a
+         * ksmd that scanned many pages with few mmap locks uses per-VMA
+         * locks; stock ksmd takes at least one per scanned page. */
+        if (w->ksmd_trylock_failures > 0)
+                m->lock_core = KSM_LOCK_CORE_TRYLOCK;
+        else if (scanned_pages >= 1000 && (double) w->ksmd_acquired < 0.1 * (double) scanned_pages &&
+                 w->lost_events == 0)
+                m->lock_core = KSM_LOCK_CORE_PER_VMA;
+        else if (scanned_pages >= 1000 && w->ksmd_acquired >= scanned_pages / 2 &&
+                 m->lock_core != KSM_LOCK_CORE_TRYLOCK)
+                m->lock_core = KSM_LOCK_CORE_BLOCKING;
+
+        m->n_contenders = 0;
+        for (size_t i = 0; i < w->n_holders && m->n_contenders < MODEL_MAX_CONTENDERS; i++) {
+                const LockHolder *h = &w->holders[i];
+                double blocked = MIN(1.0, (double) h->ksmd_wait_nsec / wall_nsec);
+                if (h->ksmd_waits == 0 && h->ksmd_trylock_failures == 0)
+                        continue;
+                if (h->tgid <= 0)
+                        continue;       /* never seen writing: nothing to attribute it to */
+                m->contenders[m->n_contenders++] = (ModelContender) {
+                        .pid = h->tgid,
+                        .memcg_id = h->memcg_id,
+                        .ksmd_blocked_fraction = blocked,
+                        .trylock_failure_fraction =
+                                h->ksmd_locks ? (double) h->ksmd_trylock_failures / (double) h->ksmd_locks : 0,
+                        .ksmd_trylock_failures = h->ksmd_trylock_failures,
+                        .write_locks_per_sec = (double) h->write_locks / (wall_nsec / NSEC_PER_SEC),
+                        .write_hold_fraction = MIN(1.0, (double) h->write_hold_nsec / wall_nsec),
+                        .merging_pages = -1,
+                };
+                strscpy(m->contenders[m->n_contenders - 1].comm, sizeof h->comm, h->comm);
+        }
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "log.h"
+#include "procfs.h"
+#include "tracefs.h"
+#include "tuner.h"
+#include "util.h"
+
+/* What one read of trace_pipe may take on the loop: ksm_enter lines are
+ * ~90 bytes, so this is thousands of them; a window's worth is read with
+ * the larger budget once the window is closed. */
+#define PIPE_READ_BUDGET (256 * 1024)
+#define WINDOW_READ_BUDGET (8 * 1024 * 1024)
+/* Without contention in sight a window is still taken now and then, to
+ * learn the kernel's locking core and catch trylock failures (which do not
+ * show as blocked time). */
+#define QUIET_WINDOW_FACTOR 10
+/* A window is cut short when ksmd scans fast: every scanned page costs it
+ * about two mmap lock acquisitions (the page walk and the merge), each two
+ * events, so at 250,000 pages/s a 200 ms window would overflow the ring and
+ * cost the daemon tens of ms of parsing. Aim at this many ksmd events. */
+#define WINDOW_KSMD_EVENTS 50000.0
+#define WINDOW_MIN_USEC (10 * USEC_PER_MSEC)
+
+struct Tuner {
+        sd_event *event;
+        Root *root;
+        int ksmd_pid;
+        void (*wake)(void *userdata);
+        void *userdata;
+
+        Model model;
+        Controller controller;
+        bool started;
+
+        Tracer *tracer;
+        sd_event_source *pipe_source;
+        sd_event_source *window_source;
+        uint64_t window_start_usec;
+        uint64_t window_scanned_before;
+        ContentionWindow window;
+        bool collecting;                /* lines read now belong to the window */
+        KsmLockCore logged_core;
+        uint64_t lost_logged;
+};
+
+static void on_trace_event(const TraceEvent *e, void *userdata) {
+        Tuner *t = userdata;
+
+        if (t->collecting)
+                contention_window_add(&t->window, e);
+        if (e->type == TRACE_EVENT_KSM_ENTER) {
+                int pid = e->tgid > 0 ? e->tgid : e->pid;
+                char comm[17];
+                _cleanup_close_ int dfd = -EBADF;
+                _cleanup_free_ char *c = NULL;
+
+                strscpy(comm, sizeof comm, e->comm);
+                /* The trace's comm cache may say "<...>"; the process, if it
+                 * is still there, knows better (comm never takes the mmap
+                 * lock). */
+                if (root_open_pid_dir(t->root, pid, &dfd) >= 0 && read_one_line_at(dfd, "comm", &c) >= 0)
+                        strscpy(comm, sizeof comm, c);
+                model_note_ksm_enter(&t->model, now_usec(CLOCK_MONOTONIC), pid, comm);
+                log_debug("ksm_enter: pid %d (%s) made memory mergeable", pid, comm);
+                if (t->wake)
+                        t->wake(t->userdata);
+        }
+}
+
+static int on_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Tuner *t = userdata;
+        int r = tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the tracefs instance's trace_pipe, no longer watching ksm_enter: %m");
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
+/* Fills what the trace cannot know about a contender: how much of its
+ * memory is merged (ksm_merging_pages is lock-free, unlike ksm_stat) and
+ * its start time, to guard the action against pid reuse. */
+static void contender_facts(Tuner *t, ModelContender *x) {
+        _cleanup_close_ int dfd = -EBADF;
+        ProcStat st;
+        uint64_t pages;
+
+        if (root_open_pid_dir(t->root, x->pid, &dfd) < 0)
+                return;
+        if (procfs_read_stat(dfd, &st) >= 0) {
+                x->start_time_ticks = st.start_time_ticks;
+                strscpy(x->comm, sizeof x->comm, st.comm);
+        }
+        if (procfs_read_ksm_merging_pages(dfd, &pages) >= 0)
+                x->merging_pages = (int64_t) pages;
+}
+
+static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
+        Tuner *t = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC), scanned = 0;
+        int r;
+
+        (void) tracer_window_stop(t->tracer);
+        r = tracer_read(t->tracer, WINDOW_READ_BUDGET, on_trace_event, t);
+        t->collecting = false;
+        if (r < 0)
+                log_debug_errno(r, "Cannot read the contention window: %m");
+        (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
+        if (r < 0)
+                return 0;
+
+        if (ksm_sysfs_read_one(t->root, KSM_PAGES_SCANNED, &scanned) >= 0 && scanned >= t->window_scanned_before)
+                scanned -= t->window_scanned_before;
+        else
+                scanned = 0;
+        model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
+        for (size_t i = 0; i < t->model.n_contenders; i++)
+                contender_facts(t, &t->model.contenders[i]);
+
+        const ContentionWindow *w = &t->window;
+        log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
+                  " scanned pages, ksmd waited %.0f%% of %" PRIu64 " ms, %zu contenders, %" PRIu64 " lost",
+                  w->events, w->ksmd_acquired, w->ksmd_trylock_failures, scanned,
+                  t->model.window_ksmd_blocked_fraction * 100.0, (now - t->window_start_usec) / USEC_PER_MSEC,
+                  t->model.n_contenders, w->lost_events);
+        if (t->model.lock_core != t->logged_core) {
+                log_info("ksmd's mmap locking: %s (%" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
+                         " failed trylocks)",
+                         ksm_lock_core_to_string(t->model.lock_core), w->ksmd_acquired, scanned,
+                         w->ksmd_trylock_failures);
+                t->logged_core = t->model.lock_core;
+        }
+        if (w->lost_events > 0 && t->lost_logged++ == 0)
+                log_notice("Contention window lost %" PRIu64 " trace events (ring full); figures are a lower bound.",
+                           w->lost_events);
+        return 0;
+}
+
+static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *cfg) {
+        const ModelTick *tick = model_tick(&t->model, 0);
+        uint64_t now = s->time_usec, interval = cfg->contention_interval_usec;
+        int r;
+
+        if (!tracer_has_mmap_lock_events(t->tracer) || t->ksmd_pid <= 0 || tracer_window_active(t->tracer))
+                return;
+        if (!tick || !tick->run || tick->scanned_pages == 0)
+                return;         /* ksmd idle: nothing to learn */
+        if (t->model.blocked_fraction * 100.0 < cfg->contention_min_blocked_percent)
+                interval *= QUIET_WINDOW_FACTOR;
+        if (t->window_start_usec != 0 && now - t->window_start_usec < interval)
+                return;
+
+        contention_window_init(&t->window, t->ksmd_pid);
+        /* ksm_enter lines already buffered belong to no window */
+        (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
+        r = tracer_window_start(t->tracer, t->ksmd_pid);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot start a contention window: %m");
+                t->window_start_usec = now;
+                return;
+        }
+        t->collecting = true;
+        t->window_start_usec = now_usec(CLOCK_MONOTONIC);
+        t->window_scanned_before = s->ksm.value[KSM_PAGES_SCANNED];
+        /* The pipe is read in one go when the window closes, not woken for
+         * every one of its events. */
+        (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_OFF);
+        double rate = tick->dt_usec ? (double) tick->scanned_pages * USEC_PER_SEC / (double) tick->dt_usec : 0;
+        uint64_t len = cfg->contention_window_usec;
+        if (rate > 0)
+                len = CLAMP((uint64_t) (WINDOW_KSMD_EVENTS / (4.0 * rate) * USEC_PER_SEC), WINDOW_MIN_USEC, len);
+        (void) sd_event_source_set_time(t->window_source, t->window_start_usec + len);
+        (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_ONESHOT);
+}
+
+int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, void (*wake)(void *userdata),
+              void *userdata, Tuner **ret) {
+        _cleanup_(tuner_freep) Tuner *t = NULL;
+        const TuningConfig *cfg = &config->tuning;
+        bool mounted = false;
+        int r;
+
+        t = calloc(1, sizeof *t);
+        if (!t)
+                return -ENOMEM;
+        t->event = sd_event_ref(event);
+        t->root = root;
+        t->ksmd_pid = ksmd_pid;
+        t->wake = wake;
+        t->userdata = userdata;
+        model_init(&t->model, (uint64_t) sysconf(_SC_PAGESIZE), cfg->min_gain_pages);
+        controller_init(&t->controller, cfg, now_usec(CLOCK_MONOTONIC));
+
+        if (!cfg->tracepoints) {
+                log_info("Tracepoints=no: tuning from KSM counters and ksmd samples only.");
+                *ret = TAKE_PTR(t);
+                return 0;
+        }
+        r = tracer_open(root, cfg->mount_tracefs, &t->tracer, &mounted);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_notice_errno(r, "No private tracefs instance (%m): new mergeable memory is noticed from "
+                                    "KSM counters only, and mmap lock holders are not attributed.");
+                *ret = TAKE_PTR(t);
+                return 0;
+        }
+        if (mounted)
+                log_notice("tracefs was not mounted; mounted it at %s.", root->tracefs_path);
+
+        r = sd_event_add_io(event, &t->pipe_source, tracer_fd(t->tracer), EPOLLIN, on_pipe, t);
+        if (r < 0)
+                return r;
+        r = sd_event_add_time(event, &t->window_source, CLOCK_MONOTONIC, UINT64_MAX, 0, on_window_end, t);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
+        log_info("Private tracefs instance %s/instances/ksmtuned2: watching ksm_enter%s.", root->tracefs_path,
+                 tracer_has_mmap_lock_events(t->tracer) ? ", sampling mmap_lock contention" : "");
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+Tuner *tuner_free(Tuner *t) {
+        if (!t)
+                return NULL;
+        sd_event_source_disable_unref(t->pipe_source);
+        sd_event_source_disable_unref(t->window_source);
+        tracer_free(t->tracer);
+        sd_event_unref(t->event);
+        free(t);
+        return NULL;
+}
+
+int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *log, Plan *plan,
+               uint64_t *ret_next_usec) {
+        const TuningConfig *cfg = &config->tuning;
+        ControllerDecisions d = {};
+        int r;
+
+        if (!t || !s->ksm_present) {
+                *ret_next_usec = config->interval_usec;
+                return 0;
+        }
+        t->model.min_gain_pages = MAX(cfg->min_gain_pages, UINT64_C(1));
+        model_update(&t->model, s);
+
+        const ModelTick *tick = model_tick(&t->model, 0);
+        if (tick)
+                log_debug("tick: %s scanned %" PRIu64 " full_scans +%" PRIu64 " sharing %+" PRIi64 " rmap %+" PRIi64
+                          " (%" PRIu64 " items) cpu %.1f ms (%.0f ns/page) blocked %.0f%% scans_without_gain %" PRIu64
+                          " allowance %.2f s",
+                          tune_mode_to_string(t->controller.mode), tick->scanned_pages, tick->full_scans,
+                          tick->sharing_delta, tick->rmap_delta, t->model.rmap_items,
+                          (double) tick->ksmd_cpu_nsec / 1e6, model_cpu_nsec_per_page(&t->model),
+                          tick->blocked_fraction * 100.0, t->model.scans_without_gain,
+                          t->controller.allowance_nsec / 1e9);
+        r = controller_decide(&t->controller, &t->model, cfg, s->time_usec, plan, &d);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < d.n; i++) {
+                decision_log_add(log, d.d[i].kind, "%s", d.d[i].text);
+                log_info("%s", d.d[i].text);
+        }
+
+        maybe_start_window(t, s, cfg);
+        *ret_next_usec = controller_next_interval_usec(&t->controller, cfg, config->interval_usec);
+        return 0;
+}
+
+bool tuner_wants_sampling(const Tuner *t) {
+        const ModelTick *tick;
+        if (!t)
+                return true;
+        if (t->controller.mode == TUNE_MODE_BURST)
+                return true;
+        tick = model_tick(&t->model, 0);
+        return !tick || tick->scanned_pages > 0;
+}
+
+const Model *tuner_model(const Tuner *t) {
+        return &t->model;
+}
+
+const Controller *tuner_controller(const Tuner *t) {
+        return &t->controller;
+}
