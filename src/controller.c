@@ -16,8 +16,10 @@
  * after the last back-off, so a workload whose sharing wobbles around
  * MinGainPages cannot make ksmd flap between burst and maintenance. */
 #define REBURST_COOLDOWN_USEC (30 * USEC_PER_SEC)
-/* Each decay step keeps this fraction of the rate. */
-#define DECAY_FACTOR 0.25
+/* A decay goes from the burst rate to the maintenance rate in this many
+ * geometric steps, one per BurstInterval, each keeping at most half. */
+#define DECAY_STEPS 4
+#define DECAY_MAX_FACTOR 0.5
 /* A burst with nothing to scan (the mm that entered is gone already) ends
  * after this long. */
 #define EMPTY_BURST_USEC (2 * USEC_PER_SEC)
@@ -299,12 +301,15 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                         decide(d, "tuning", "backing off: %" PRIu64 " full scans without new sharing (saving %s)",
                                m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing));
                         set_mode(c, TUNE_MODE_DECAY, now);
+                        c->decay_factor = MIN(pow(m_rate / MAX(c->rate_pages_per_sec, m_rate), 1.0 / DECAY_STEPS),
+                                              DECAY_MAX_FACTOR);
                 } else if (m->rmap_items == 0 && now - c->mode_since_usec >= EMPTY_BURST_USEC) {
                         decide(d, "tuning", "backing off: nothing left to scan");
                         set_mode(c, TUNE_MODE_DECAY, now);
+                        c->decay_factor = DECAY_MAX_FACTOR;
                 }
         }
-        if (c->mode == TUNE_MODE_DECAY && c->rate_pages_per_sec * DECAY_FACTOR <= m_rate * (1 + RATE_DEADBAND)) {
+        if (c->mode == TUNE_MODE_DECAY && c->rate_pages_per_sec * c->decay_factor <= m_rate * (1 + RATE_DEADBAND)) {
                 decide(d, "tuning", "maintenance: a full scan of %s every %s",
                        fmt_pages(a, sizeof a, m, m->rmap_items),
                        format_timespan(b, sizeof b, cfg->maintenance_scan_time_usec));
@@ -332,7 +337,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 }
                 break;
         case TUNE_MODE_DECAY:
-                rate = MAX(c->rate_pages_per_sec * DECAY_FACTOR, m_rate);
+                rate = MAX(c->rate_pages_per_sec * c->decay_factor, m_rate);
                 break;
         case TUNE_MODE_IDLE:
                 rate = idle_rate(cfg);

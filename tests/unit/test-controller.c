@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* The controller is pure: these drive model + controller with synthetic and
+ * recorded histories of KSM counters and check the plan. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "controller.h"
+#include "model.h"
+#include "util.h"
+
+#define MS USEC_PER_MSEC
+#define SEC USEC_PER_SEC
+
+typedef struct Sim {
+        Snapshot s;
+        Model m;
+        Controller c;
+        TuningConfig cfg;
+        Plan plan;
+        ControllerDecisions d;
+        unsigned knob_changes;
+        uint64_t last_pages, last_sleep;
+        char all[8192];         /* every decision so far, one per line */
+} Sim;
+
+static void sim_init(Sim *x) {
+        memset(x, 0, sizeof *x);
+        x->cfg = TUNING_CONFIG_DEFAULTS;
+        x->s.time_usec = 1000 * SEC;
+        x->s.ksm_present = true;
+        x->s.ksm.present_mask = ~UINT64_C(0);
+        x->s.ksm.value[KSM_RUN] = 0;
+        x->s.ksm.value[KSM_PAGES_TO_SCAN] = 100;
+        x->s.ksm.value[KSM_SLEEP_MILLISECS] = 20;
+        x->s.ksm.value[KSM_SMART_SCAN] = 1;
+        x->s.ksmd_present = true;
+        x->s.mem = (Meminfo) { .mem_total_kib = 24 << 20, .mem_available_kib = 20 << 20, .has_mem_available = true };
+        model_init(&x->m, 4096, x->cfg.min_gain_pages);
+        controller_init(&x->c, &x->cfg, x->s.time_usec);
+        model_update(&x->m, &x->s);
+}
+
+/* One tick: the counters move by the given deltas, then the controller
+ * decides and its knobs are "applied" to the next snapshot. */
+static void sim_step(Sim *x, uint64_t dt, uint64_t scanned, uint64_t full_scans, int64_t sharing, int64_t rmap,
+                     uint64_t cpu_nsec) {
+        KsmState *k = &x->s.ksm;
+
+        x->s.time_usec += dt;
+        k->value[KSM_PAGES_SCANNED] += scanned;
+        k->value[KSM_FULL_SCANS] += full_scans;
+        k->value[KSM_PAGES_UNSHARED] += (uint64_t) rmap;
+        k->value[KSM_PAGES_SHARING] += (uint64_t) sharing;
+        k->value[KSM_PAGES_UNSHARED] -= (uint64_t) sharing;
+        x->s.ksmd.cpu_ns += cpu_nsec;
+        model_update(&x->m, &x->s);
+
+        plan_done(&x->plan);
+        x->d = (ControllerDecisions) {};
+        assert_int_equal(controller_decide(&x->c, &x->m, &x->cfg, x->s.time_usec, &x->plan, &x->d), 0);
+        for (size_t i = 0; i < x->d.n; i++) {
+                strncat(x->all, x->d.d[i].text, sizeof x->all - strlen(x->all) - 2);
+                strcat(x->all, "\n");
+        }
+        assert_true(knob_plan_has(&x->plan.knobs, KSM_SLEEP_MILLISECS));
+        uint64_t p = knob_plan_has(&x->plan.knobs, KSM_PAGES_TO_SCAN) ? x->plan.knobs.value[KSM_PAGES_TO_SCAN]
+                                                                        : k->value[KSM_PAGES_TO_SCAN];
+        uint64_t sl = x->plan.knobs.value[KSM_SLEEP_MILLISECS];
+        if (p != x->last_pages || sl != x->last_sleep)
+                x->knob_changes++;
+        x->last_pages = p;
+        x->last_sleep = sl;
+        k->value[KSM_PAGES_TO_SCAN] = p;
+        k->value[KSM_SLEEP_MILLISECS] = sl;
+        k->value[KSM_RUN] = x->plan.knobs.value[KSM_RUN];
+        if (knob_plan_has(&x->plan.knobs, KSM_ADVISOR_MODE))
+                k->value[KSM_ADVISOR_MODE] = x->plan.knobs.value[KSM_ADVISOR_MODE];
+}
+
+static double planned_rate(const Sim *x) {
+        return (double) x->last_pages * 1000.0 / (double) MAX(x->last_sleep, UINT64_C(1));
+}
+
+static bool decided(const Sim *x, const char *needle) {
+        return strstr(x->all, needle) != NULL;
+}
+
+static void test_burst_decays(void **state) {
+        Sim x;
+        sim_init(&x);
+
+        /* nothing mergeable: slow and steady */
+        for (int i = 0; i < 3; i++)
+                sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        assert_int_equal(x.plan.knobs.value[KSM_RUN], 1);
+        assert_true(planned_rate(&x) <= 200);
+
+        /* a process enters KSM: burst at once */
+        model_note_ksm_enter(&x.m, x.s.time_usec + 10 * MS, 812, "victim");
+        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_true(decided(&x, "burst: pid 812 (victim) entered KSM"));
+        assert_true(x.last_pages >= 10000);
+        assert_int_equal(x.last_sleep, x.cfg.min_sleep_ms);
+        assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC), 250 * MS);
+
+        /* ksmd meets 8192 new pages, then merges them over two full scans */
+        sim_step(&x, 250 * MS, 100000, 2, 0, 8192, 60 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 100000, 2, 6144, 0, 60 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        /* three full scans that find nothing: back off */
+        sim_step(&x, 250 * MS, 100000, 3, 0, 0, 50 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_DECAY);
+        assert_true(decided(&x, "backing off: 3 full scans without new sharing (saving 24.0 MiB)"));
+
+        /* the rate falls step by step, then settles at maintenance */
+        double prev = planned_rate(&x);
+        int steps = 0;
+        while (x.c.mode == TUNE_MODE_DECAY && steps < 20) {
+                sim_step(&x, 250 * MS, 1000, 1, 0, 0, 500 * 1000);
+                assert_true(planned_rate(&x) <= prev * 1.01);
+                prev = planned_rate(&x);
+                steps++;
+        }
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        assert_true(steps >= 2 && steps < 20);
+        assert_true(decided(&x, "maintenance: a full scan of 32.0 MiB every 2min"));
+        /* maintenance: 8192 pages per 2 min is below the floor of 100 pages/s */
+        assert_true(planned_rate(&x) <= 150);
+        assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC), 5 * SEC);
+
+        /* ten quiet minutes later: idle (slow), run stays 1 */
+        for (int i = 0; i < 130; i++)
+                sim_step(&x, 5 * SEC, 500, 0, 0, 0, 200 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_IDLE);
+        assert_true(decided(&x, "idle: no new sharing for"));
+        assert_int_equal(x.plan.knobs.value[KSM_RUN], 1);
+}
+
+static void test_idle_stop(void **state) {
+        Sim x;
+        sim_init(&x);
+        x.cfg.idle_mode = IDLE_MODE_STOP;
+        x.cfg.idle_after_usec = 60 * SEC;
+        for (int i = 0; i < 20; i++)
+                sim_step(&x, 5 * SEC, 100, 0, 0, 0, 10000);
+        assert_int_equal(x.c.mode, TUNE_MODE_IDLE);
+        assert_int_equal(x.plan.knobs.value[KSM_RUN], 0);
+        assert_true(decided(&x, "run=0 keeps merged pages"));
+        /* new memory wakes it */
+        model_note_ksm_enter(&x.m, x.s.time_usec, 7, "new");
+        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_int_equal(x.plan.knobs.value[KSM_RUN], 1);
+}
+
+static void test_no_flapping_under_noise(void **state) {
+        Sim x;
+        sim_init(&x);
+        srand(42);
+        /* a settled host: 1 GiB known to ksmd, sharing wobbling by a few
+         * pages either way, ksmd's cost per page jittering by +-30% */
+        sim_step(&x, 5 * SEC, 0, 0, 0, 262144, 0);
+        x.c.seen_new_mergeable = x.m.new_mergeable_total; /* as if the burst had come and gone */
+        x.c.mode = TUNE_MODE_MAINTAIN;
+        unsigned before = x.knob_changes;
+        int64_t level = 0;
+        for (int i = 0; i < 500; i++) {
+                /* pages unmerged by writes and merged again: the level
+                 * wobbles around a constant */
+                int64_t next = (rand() % 61) - 30, noise = next - level;
+                level = next;
+                uint64_t scanned = 10000 + (uint64_t) (rand() % 2000);
+                uint64_t cpu = scanned * (uint64_t) (700 + rand() % 600);
+                sim_step(&x, 5 * SEC, scanned, (uint64_t) (i % 20 == 0), noise, 0, cpu);
+                assert_int_not_equal(x.c.mode, TUNE_MODE_BURST);
+        }
+        /* no flapping: at most a couple of adjustments in 40 minutes */
+        assert_true(x.knob_changes - before <= 2);
+}
+
+static void test_bounds_and_budget(void **state) {
+        TuningConfig cfg = TUNING_CONFIG_DEFAULTS;
+        uint64_t p, s;
+        const double rates[] = { 0, 0.5, 10, 100, 5000, 1e5, 1e6, 1e8 };
+        const double costs[] = { 100, 700, 4000, 50000 };
+
+        for (size_t i = 0; i < ELEMENTSOF(rates); i++)
+                for (size_t j = 0; j < ELEMENTSOF(costs); j++) {
+                        controller_knobs_for_rate(&cfg, rates[i], costs[j], &p, &s);
+                        assert_true(p >= cfg.min_pages_to_scan && p <= cfg.max_pages_to_scan);
+                        assert_true(s >= cfg.min_sleep_ms && s <= cfg.max_sleep_ms);
+                }
+        /* what the knobs give is what was asked, where the bounds allow */
+        controller_knobs_for_rate(&cfg, 5000, 1000, &p, &s);
+        double got = (double) p / ((double) p * 1e-6 + (double) s / 1000.0);
+        assert_true(got > 4500 && got < 5500);
+
+        /* maintenance of a huge host stays within the CPU budget */
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 0, 0, 0, 100 << 20 >> 12 << 10, 0); /* 100 GiB */
+        x.c.seen_new_mergeable = x.m.new_mergeable_total;
+        x.c.mode = TUNE_MODE_MAINTAIN;
+        for (int i = 0; i < 20; i++)
+                sim_step(&x, 5 * SEC, 10000000, 0, 0, 0, 10000000ull * 2000);
+        double cpu_share = planned_rate(&x) * 2000 / 1e9;
+        assert_true(cpu_share <= x.cfg.cpu_budget_percent / 100.0 * 1.3);
+
+        /* a burst that outlasts its allowance is held at the budget */
+        sim_init(&x);
+        x.cfg.burst_allowance_usec = 2 * SEC;
+        x.c.allowance_nsec = 2e9;
+        model_note_ksm_enter(&x.m, x.s.time_usec, 1, "big");
+        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        for (int i = 0; i < 20; i++)
+                sim_step(&x, 250 * MS, 300000, 0, 0, 300000, 240 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_true(x.c.throttled);
+        assert_true(decided(&x, "burst throttled: allowance of 2s ksmd CPU spent"));
+        assert_true(planned_rate(&x) * model_cpu_nsec_per_page(&x.m) / 1e9 <= 0.15);
+}
+
+static void test_pressure_raises_budget(void **state) {
+        TuningConfig cfg = TUNING_CONFIG_DEFAULTS;
+        Model m;
+
+        model_init(&m, 4096, 64);
+        m.mem_available_ratio = 0.8;
+        assert_true(controller_need(&m, &cfg) == 0);
+        assert_true(controller_budget(&cfg, 0) == 0.10);
+        m.mem_available_ratio = 0.30;
+        assert_true(controller_need(&m, &cfg) > 0.49 && controller_need(&m, &cfg) < 0.51);
+        m.mem_available_ratio = 0.05;
+        assert_true(controller_need(&m, &cfg) == 1);
+        assert_true(controller_budget(&cfg, 1) == 0.50);
+        m.mem_available_ratio = 0.9;
+        m.psi_present = true;
+        m.psi_some_avg10 = 5;
+        assert_true(controller_need(&m, &cfg) == 0.5);
+
+        /* maintenance under pressure scans faster than with plenty */
+        Sim a, b;
+        sim_init(&a);
+        sim_init(&b);
+        b.s.mem.mem_available_kib = 1 << 20; /* 1 of 24 GiB */
+        for (Sim *x = &a; x; x = x == &a ? &b : NULL) {
+                sim_step(x, 5 * SEC, 0, 0, 0, 1 << 20, 0); /* 4 GiB known */
+                x->c.seen_new_mergeable = x->m.new_mergeable_total;
+                x->c.mode = TUNE_MODE_MAINTAIN;
+                x->c.have_knobs = false;
+                sim_step(x, 5 * SEC, 20000, 0, 0, 0, 20000ull * 1000);
+        }
+        assert_true(planned_rate(&b) > 3 * planned_rate(&a));
+}
+
+static ContentionWindow *contended_window(int ksmd, int contender, uint64_t blocked_usec, uint64_t span_usec) {
+        static ContentionWindow w;
+        TraceEvent e = { .comm = "contender" };
+
+        contention_window_init(&w, ksmd);
+        e = (TraceEvent) { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = contender + 1, .tgid = contender, .mm = 0xA,
+                           .write = true, .success = true, .comm = "contender", .time_nsec = 0 };
+        contention_window_add(&w, &e);
+        e = (TraceEvent) { .type = TRACE_EVENT_START_LOCKING, .pid = ksmd, .mm = 0xA, .time_nsec = 1000 };
+        contention_window_add(&w, &e);
+        e = (TraceEvent) { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = ksmd, .mm = 0xA, .success = true,
+                           .time_nsec = 1000 + blocked_usec * 1000 };
+        contention_window_add(&w, &e);
+        e = (TraceEvent) { .type = TRACE_EVENT_RELEASED, .pid = contender + 1, .tgid = contender, .mm = 0xA,
+                           .write = true, .time_nsec = span_usec * 1000 };
+        contention_window_add(&w, &e);
+        return &w;
+}
+
+static void test_contention_excludes_and_readmits(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+
+        /* 41% of a 200 ms window blocked on the contender's lock, nothing merged */
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+        assert_int_equal(x.m.n_contenders, 1);
+        assert_int_equal(x.m.lock_core, KSM_LOCK_CORE_UNKNOWN);
+        x.m.contenders[0].merging_pages = 0;
+        x.m.contenders[0].start_time_ticks = 4242;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].pid, 812);
+        assert_int_equal(x.plan.actions[0].action, MERGE_ACTION_DISABLE);
+        assert_int_equal(x.plan.actions[0].start_time_ticks, 4242);
+        assert_string_equal(x.plan.actions[0].reason,
+                            "excluding pid 812 (contender): 41% of ksmd time blocked on its mmap lock, 0 pages merged");
+        assert_true(decided(&x, "excluding pid 812"));
+
+        /* the same window is not judged twice; a new one does not exclude again */
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 5000);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+
+        /* readmitted after ReadmitAfter */
+        for (int i = 0; i < 125 && x.plan.n_actions == 0; i++)
+                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].action, MERGE_ACTION_ENABLE);
+        assert_int_equal(x.plan.actions[0].pid, 812);
+        assert_true(decided(&x, "readmitting pid 812 (contender): excluded 10min"));
+        assert_int_equal(x.c.n_exclusions, 0);
+
+        /* a victim that merges (same-process churn) is never excluded */
+        model_add_window(&x.m, contended_window(39, 900, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        x.m.contenders[0].merging_pages = 8192;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        /* nor one whose yield is unknown, nor one below the threshold */
+        model_add_window(&x.m, contended_window(39, 901, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        model_add_window(&x.m, contended_window(39, 902, 10000, 200000), x.s.time_usec, 200 * MS, 5000);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+}
+
+static void test_trylock_kernel(void **state) {
+        Sim x;
+        ContentionWindow w;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+
+        /* ksmd never blocks, but 3 of 4 tries of the churner's lock fail */
+        contention_window_init(&w, 39);
+        TraceEvent e = { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = 813, .tgid = 812, .mm = 0xA, .write = true,
+                         .success = true, .comm = "churn" };
+        contention_window_add(&w, &e);
+        for (int i = 0; i < 4; i++) {
+                e = (TraceEvent) { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = 39, .mm = 0xA, .success = i == 0,
+                                   .time_nsec = (uint64_t) i * 1000 };
+                contention_window_add(&w, &e);
+        }
+        model_add_window(&x.m, &w, x.s.time_usec, 200 * MS, 5000);
+        assert_int_equal(x.m.lock_core, KSM_LOCK_CORE_TRYLOCK);
+        assert_int_equal(x.m.n_contenders, 1);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_string_equal(x.plan.actions[0].reason,
+                            "excluding pid 812 (churn): 75% of ksmd's tries of its mmap lock failed, 0 pages merged");
+
+        /* a per-VMA ksmd: few mmap locks for many scanned pages */
+        contention_window_init(&w, 39);
+        for (int i = 0; i < 50; i++) {
+                e = (TraceEvent) { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = 39, .mm = 0xB, .success = true };
+                contention_window_add(&w, &e);
+        }
+        Model m;
+        model_init(&m, 4096, 64);
+        model_add_window(&m, &w, 1, 200 * MS, 100000);
+        assert_int_equal(m.lock_core, KSM_LOCK_CORE_PER_VMA);
+}
+
+static void test_advisor(void **state) {
+        Sim x;
+
+        /* off (default): switch it off once, say so, and own pages_to_scan */
+        sim_init(&x);
+        x.s.ksm.value[KSM_ADVISOR_MODE] = KSM_ADVISOR_SCAN_TIME;
+        sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
+        assert_true(knob_plan_has(&x.plan.knobs, KSM_ADVISOR_MODE));
+        assert_int_equal(x.plan.knobs.value[KSM_ADVISOR_MODE], KSM_ADVISOR_NONE);
+        assert_true(knob_plan_has(&x.plan.knobs, KSM_PAGES_TO_SCAN));
+        assert_true(decided(&x, "switching advisor_mode=scan-time off"));
+        sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
+        assert_false(knob_plan_has(&x.plan.knobs, KSM_ADVISOR_MODE));
+        /* someone switches it on again: no fight, pages_to_scan is theirs */
+        x.s.ksm.value[KSM_ADVISOR_MODE] = KSM_ADVISOR_SCAN_TIME;
+        sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
+        assert_false(knob_plan_has(&x.plan.knobs, KSM_ADVISOR_MODE));
+        assert_false(knob_plan_has(&x.plan.knobs, KSM_PAGES_TO_SCAN));
+        assert_true(decided(&x, "switched on again by someone else"));
+        for (int i = 0; i < 10; i++) {
+                sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
+                assert_false(knob_plan_has(&x.plan.knobs, KSM_ADVISOR_MODE));
+                assert_false(knob_plan_has(&x.plan.knobs, KSM_PAGES_TO_SCAN));
+        }
+
+        /* leave: never touch advisor_mode or pages_to_scan, still tune the rest */
+        sim_init(&x);
+        x.cfg.advisor_policy = ADVISOR_POLICY_LEAVE;
+        x.s.ksm.value[KSM_ADVISOR_MODE] = KSM_ADVISOR_SCAN_TIME;
+        model_note_ksm_enter(&x.m, x.s.time_usec, 5, "vm");
+        sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
+        assert_false(knob_plan_has(&x.plan.knobs, KSM_ADVISOR_MODE));
+        assert_false(knob_plan_has(&x.plan.knobs, KSM_PAGES_TO_SCAN));
+        assert_true(knob_plan_has(&x.plan.knobs, KSM_SLEEP_MILLISECS));
+        assert_true(decided(&x, "leaving pages_to_scan to the kernel advisor (AdvisorPolicy=leave)"));
+}
+
+/* Recorded on this machine (6.18, 2 cores) with the daemon's debug log:
+ * S1, a victim of 2048 unique pages x 4 entering KSM, ticks of 250 ms. */
+static void test_recorded_s1(void **state) {
+        static const struct {
+                uint64_t scanned, full_scans;
+                int64_t sharing, rmap;
+                double cpu_ms;
+        } rec[] = {
+                { 204700, 25, 6144, 8092, 131.2 }, { 253952, 31, 0, 0, 50.7 }, { 127445, 15, 0, 0, 28.3 },
+                { 28203, 4, 0, 0, 8.0 },          { 7254, 0, 0, 0, 2.6 },     { 2038, 1, 0, 0, 1.1 },
+                { 700, 0, 0, 0, 0.3 },            { 200, 0, 0, 0, 0.1 },      { 200, 0, 0, 0, 0.1 },
+        };
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 100, 0, 0, 100, 200000);
+        model_note_ksm_enter(&x.m, x.s.time_usec, 5208, "ksm-workload");
+        sim_step(&x, 5 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        unsigned changes = x.knob_changes;
+        for (size_t i = 0; i < ELEMENTSOF(rec); i++)
+                sim_step(&x, 250 * MS, rec[i].scanned, rec[i].full_scans, rec[i].sharing, rec[i].rmap,
+                         (uint64_t) (rec[i].cpu_ms * 1e6));
+        assert_true(decided(&x, "backing off: 31 full scans without new sharing"));
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        /* measured cost per page replaced the default */
+        assert_true(model_cpu_nsec_per_page(&x.m) < 1000);
+        /* a handful of steps down, no oscillation */
+        print_message("knob changes over the recorded S1: %u\n", x.knob_changes - changes);
+        assert_true(x.knob_changes - changes <= 6);
+        assert_true(planned_rate(&x) <= 150);
+}
+
+static void test_defer_young(void **state) {
+        TuningConfig cfg = TUNING_CONFIG_DEFAULTS;
+        Plan p = {};
+        ProcessAction a = { .pid = 1, .start_time_ticks = 100 * 100, .action = MERGE_ACTION_ENABLE };
+        assert_int_equal(plan_add_action(&p, &a), 0);
+        a = (ProcessAction) { .pid = 2, .start_time_ticks = 10 * 100, .action = MERGE_ACTION_ENABLE };
+        assert_int_equal(plan_add_action(&p, &a), 0);
+        a = (ProcessAction) { .pid = 3, .start_time_ticks = 100 * 100, .action = MERGE_ACTION_DISABLE };
+        assert_int_equal(plan_add_action(&p, &a), 0);
+        /* uptime 110 s: pid 1 is 10 s old (deferred), pid 2 is 100 s old */
+        assert_int_equal(controller_defer_young(&p, &cfg, 110 * 100, 100), 1);
+        assert_int_equal(p.n_actions, 2);
+        assert_int_equal(p.actions[0].pid, 2);
+        assert_int_equal(p.actions[1].pid, 3);
+        plan_done(&p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_burst_decays),
+                cmocka_unit_test(test_idle_stop),
+                cmocka_unit_test(test_no_flapping_under_noise),
+                cmocka_unit_test(test_bounds_and_budget),
+                cmocka_unit_test(test_pressure_raises_budget),
+                cmocka_unit_test(test_contention_excludes_and_readmits),
+                cmocka_unit_test(test_trylock_kernel),
+                cmocka_unit_test(test_advisor),
+                cmocka_unit_test(test_recorded_s1),
+                cmocka_unit_test(test_defer_young),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tracefs.h"
+#include "util.h"
+
+static int parse(const char *line, TraceEvent *e) {
+        return tracefs_parse_line(line, strlen(line), e);
+}
+
+/* Lines recorded on this project's 6.18 machine, with options/record-tgid. */
+static void test_recorded_lines(void **state) {
+        TraceEvent e;
+
+        assert_int_equal(parse("    ksm-workload-19856   (  19853) [000] .....  1146.520942: mmap_lock_acquire_returned: "
+                               "mm=00000000906725b4 memcg_id=3665 write=true success=true\n", &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_ACQUIRE_RETURNED);
+        assert_string_equal(e.comm, "ksm-workload");
+        assert_int_equal(e.pid, 19856);
+        assert_int_equal(e.tgid, 19853);
+        assert_int_equal(e.cpu, 0);
+        assert_int_equal(e.time_nsec, UINT64_C(1146520942000));
+        assert_int_equal(e.mm, UINT64_C(0x906725b4));
+        assert_int_equal(e.memcg_id, 3665);
+        assert_true(e.write);
+        assert_true(e.success);
+
+        assert_int_equal(parse("    ksm-workload-12914   (  12914) [001] .....  2356.233624: ksm_enter: mm 00000000ffd4ac11",
+                               &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_KSM_ENTER);
+        assert_int_equal(e.pid, 12914);
+        assert_int_equal(e.mm, UINT64_C(0xffd4ac11));
+
+        assert_int_equal(parse("    ksm-workload-9813    (   9813) [001] .....  2353.242440: mmap_lock_start_locking: "
+                               "mm=000000005610e1ae memcg_id=1 write=false", &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_START_LOCKING);
+        assert_false(e.write);
+        assert_int_equal(e.memcg_id, 1);
+
+        /* without the tgid column, a kernel thread, a trylock failure */
+        assert_int_equal(parse("            ksmd-39      [001] d..1.   88.000001: mmap_lock_acquire_returned: "
+                               "mm=ffff888100a3c000 memcg_id=0 write=false success=false", &e), 0);
+        assert_string_equal(e.comm, "ksmd");
+        assert_int_equal(e.pid, 39);
+        assert_int_equal(e.tgid, -1);
+        assert_false(e.success);
+
+        assert_int_equal(parse("    ksm-workload-1 (-------) [001] ..... 1.5: mmap_lock_released: mm=1 memcg_id=2 write=true",
+                               &e), 0);
+        assert_int_equal(e.tgid, -1);
+        assert_int_equal(e.time_nsec, UINT64_C(1500000000));
+
+        /* kernels before 6.14 printed the memcg path, which may hold spaces */
+        assert_int_equal(parse("   qemu-kvm-812   [000] ..... 10.000000: mmap_lock_released: mm=00000000abcdef01 "
+                               "memcg_path=\"/machine.slice/a b\" write=true", &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_RELEASED);
+        assert_int_equal(e.memcg_id, 0);
+
+        assert_int_equal(parse("CPU:1 [LOST 4711 EVENTS]", &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_LOST);
+        assert_int_equal(e.lost, 4711);
+}
+
+static void test_hostile_comms(void **state) {
+        TraceEvent e;
+
+        /* comm with dashes, spaces, brackets and digits */
+        assert_int_equal(parse("  a-b [1] c-42-7    (    7) [003] ..... 5.000001: mmap_lock_released: mm=10 memcg_id=3 write=true",
+                               &e), 0);
+        assert_string_equal(e.comm, "a-b [1] c-42");
+        assert_int_equal(e.pid, 7);
+        assert_int_equal(e.tgid, 7);
+        assert_int_equal(e.cpu, 3);
+
+        assert_int_equal(parse("           <...>-812     (  810) [001] ..... 7.25: ksm_enter: mm 0000000000000001", &e), 0);
+        assert_string_equal(e.comm, "<...>");
+        assert_int_equal(e.tgid, 810);
+        assert_int_equal(e.time_nsec, UINT64_C(7250000000));
+
+        /* a comm that looks like the rest of a line: the real CPU column is later */
+        assert_int_equal(parse("  x [002] y-5 [001] ..... 1.000001: mmap_lock_released: mm=1 memcg_id=1 write=true", &e), 0);
+        assert_int_equal(e.pid, 5);
+        assert_int_equal(e.cpu, 1);
+}
+
+static void test_rejects(void **state) {
+        static const char *const bad[] = {
+                "",
+                "garbage",
+                "  ksmd-39 [001] ..... 88.000001: mmap_lock_acquire_returned: mm=zz memcg_id=0 write=false success=false",
+                "  ksmd-39 [001] ..... 88.000001: mmap_lock_acquire_returned: mm=1 memcg_id=0 write=maybe success=false",
+                "  ksmd-39 [001] ..... 88.000001: mmap_lock_acquire_returned: mm=1 memcg_id=0 write=false",
+                "  ksmd-39 [001] ..... 88.000001: mmap_lock_released: memcg_id=0 write=false",
+                "  ksmd-39 [001] ..... 88: mmap_lock_released: mm=1 write=false",
+                "  ksmd- [001] ..... 88.1: mmap_lock_released: mm=1 write=false",
+                "  ksmd-99999999999 [001] ..... 88.1: mmap_lock_released: mm=1 write=false",
+                "  ksmd-3 (abc) [001] ..... 88.1: mmap_lock_released: mm=1 write=false",
+                "  ksmd-3 [001] ..... 88.1: ksm_enter: mm",
+                "  ksmd-3 [001] ..... 88.1: ksm_enter: mm 1 trailing",
+                "  ksmd-3 [001] ..... 99999999999999999999.1: ksm_enter: mm 1",
+                "  ksmd-3 [001] ..... 88.1: mmap_lock_released: mm=1 memcg_path=\"unterminated write=true",
+                "CPU:x [LOST 1 EVENTS]",
+                "CPU:1 [LOST many EVENTS]",
+        };
+        TraceEvent e;
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                int r = parse(bad[i], &e);
+                if (r != -EINVAL && r != -ENOMSG)
+                        fail_msg("accepted: %s", bad[i]);
+        }
+        assert_int_equal(parse("# tracer: nop", &e), -ENOMSG);
+        assert_int_equal(parse("#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION", &e), -ENOMSG);
+        assert_int_equal(parse("   bash-1 [000] ..... 1.000001: sched_switch: prev_comm=bash", &e), -ENOMSG);
+
+        /* embedded NUL, over-long line, NULL */
+        assert_int_equal(tracefs_parse_line("  a-1 [000] ..... 1.1: ksm_enter: mm 1\0x", 40, &e), -EINVAL);
+        char big[2000];
+        memset(big, 'a', sizeof big);
+        assert_int_equal(tracefs_parse_line(big, sizeof big, &e), -EINVAL);
+        assert_int_equal(tracefs_parse_line(NULL, 0, &e), -EINVAL);
+        /* not NUL-terminated at len */
+        const char *l = "  a-1 [000] ..... 1.1: ksm_enter: mm 1ffff";
+        assert_int_equal(tracefs_parse_line(l, strlen(l) - 4, &e), 0);
+        assert_int_equal(e.mm, 1);
+}
+
+static TraceEvent ev(TraceEventType type, int pid, int tgid, uint64_t mm, uint64_t t_usec, bool write, bool success) {
+        return (TraceEvent) { .type = type, .pid = pid, .tgid = tgid, .mm = mm, .time_nsec = t_usec * 1000,
+                              .write = write, .success = success, .memcg_id = 9, .comm = "churn" };
+}
+
+static void test_window_pairing(void **state) {
+        ContentionWindow w;
+        const int ksmd = 39;
+        TraceEvent e;
+
+        contention_window_init(&w, ksmd);
+        /* a writer (thread 813 of process 812) holds mm 0xA for 300 us ... */
+        e = ev(TRACE_EVENT_ACQUIRE_RETURNED, 813, 812, 0xA, 1000, true, true);
+        contention_window_add(&w, &e);
+        /* ... while ksmd waits 250 us for it */
+        e = ev(TRACE_EVENT_START_LOCKING, ksmd, ksmd, 0xA, 1050, false, true);
+        contention_window_add(&w, &e);
+        e = ev(TRACE_EVENT_RELEASED, 813, 812, 0xA, 1300, true, true);
+        contention_window_add(&w, &e);
+        e = ev(TRACE_EVENT_ACQUIRE_RETURNED, ksmd, ksmd, 0xA, 1300, false, true);
+        contention_window_add(&w, &e);
+        /* an uncontended ksmd lock of another mm: no wait to speak of */
+        e = ev(TRACE_EVENT_START_LOCKING, ksmd, ksmd, 0xB, 2000, false, true);
+        contention_window_add(&w, &e);
+        e = ev(TRACE_EVENT_ACQUIRE_RETURNED, ksmd, ksmd, 0xB, 2001, false, true);
+        contention_window_add(&w, &e);
+        /* a release without acquire (window began mid-hold) is ignored */
+        e = ev(TRACE_EVENT_RELEASED, 900, 900, 0xC, 2100, true, true);
+        contention_window_add(&w, &e);
+        /* read locks of others do not count */
+        e = ev(TRACE_EVENT_ACQUIRE_RETURNED, 901, 901, 0xC, 2200, false, true);
+        contention_window_add(&w, &e);
+        TraceEvent lost = { .type = TRACE_EVENT_LOST, .lost = 3 };
+        contention_window_add(&w, &lost);
+
+        assert_int_equal(w.events, 8);
+        assert_int_equal(w.lost_events, 3);
+        assert_int_equal(w.ksmd_start_locking, 2);
+        assert_int_equal(w.ksmd_acquired, 2);
+        assert_int_equal(w.ksmd_wait_nsec, 251000);
+        assert_int_equal(contention_window_span_nsec(&w), 1200000);
+
+        const LockHolder *h = contention_window_worst(&w);
+        assert_non_null(h);
+        assert_int_equal(h->mm, 0xA);
+        assert_int_equal(h->tgid, 812);
+        assert_int_equal(h->memcg_id, 9);
+        assert_string_equal(h->comm, "churn");
+        assert_int_equal(h->write_locks, 1);
+        assert_int_equal(h->write_hold_nsec, 300000);
+        assert_int_equal(h->ksmd_waits, 1);
+        assert_int_equal(h->ksmd_wait_nsec, 250000);
+        assert_int_equal(w.n_pending, 0);
+
+        /* a trylock-patched ksmd: success=false without start_locking */
+        e = ev(TRACE_EVENT_ACQUIRE_RETURNED, ksmd, ksmd, 0xA, 3000, false, false);
+        contention_window_add(&w, &e);
+        assert_int_equal(w.ksmd_trylock_failures, 1);
+        assert_int_equal(h->ksmd_trylock_failures, 1);
+        assert_int_equal(w.ksmd_wait_nsec, 251000);
+}
+
+static void test_window_bounds(void **state) {
+        ContentionWindow w;
+        contention_window_init(&w, 1);
+        for (int i = 0; i < 2 * CONTENTION_MAX_HOLDERS; i++) {
+                TraceEvent e = ev(TRACE_EVENT_ACQUIRE_RETURNED, 100 + i, 100 + i, 0x1000 + (uint64_t) i, 10, true, true);
+                contention_window_add(&w, &e);
+        }
+        assert_int_equal(w.n_holders, CONTENTION_MAX_HOLDERS);
+        assert_int_equal(w.dropped_holders, CONTENTION_MAX_HOLDERS);
+        assert_true(w.n_pending <= CONTENTION_MAX_PENDING);
+        assert_null(contention_window_worst(&w));
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_recorded_lines),
+                cmocka_unit_test(test_hostile_comms),
+                cmocka_unit_test(test_rejects),
+                cmocka_unit_test(test_window_pairing),
+                cmocka_unit_test(test_window_bounds),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
