@@ -42,12 +42,15 @@ const char *proc_event_type_to_string(ProcEventType t) {
 }
 
 int proc_event_decode(const void *payload, size_t len, ProcEvent *ret) {
-        const struct cn_msg *cn = payload;
+        struct cn_msg hdr, *cn = &hdr;
         struct proc_event pe = {};
         ProcEvent ev = {};
 
-        if (len < sizeof *cn)
+        /* The payload may sit at any alignment (a netlink buffer, a fuzzer's
+         * input): copy the header out rather than dereference it in place. */
+        if (len < sizeof hdr)
                 return -EBADMSG;
+        memcpy(&hdr, payload, sizeof hdr);
         if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC)
                 return -EBADMSG;
         if ((size_t) cn->len > len - sizeof *cn)
@@ -58,7 +61,7 @@ int proc_event_decode(const void *payload, size_t len, ProcEvent *ret) {
         size_t head = offsetof(struct proc_event, event_data);
         if (cn->len < head)
                 return -EBADMSG;
-        memcpy(&pe, cn->data, MIN((size_t) cn->len, sizeof pe));
+        memcpy(&pe, (const uint8_t *) payload + sizeof hdr, MIN((size_t) cn->len, sizeof pe));
         size_t body = cn->len - head;
 
         ev.timestamp_ns = pe.timestamp_ns;
