@@ -14,8 +14,9 @@ typedef struct ClassifyContext {
         int self_pid;                   /* the daemon itself is always left alone */
 } ClassifyContext;
 
-/* Does every [Match] key of pol hold for p? */
-bool policy_matches(const Policy *pol, const Process *p);
+/* Does every [Match] key of pol hold for p? 1 yes, 0 no, -EAGAIN when all
+ * other keys hold but Cmdline= needs the command line, not read yet. */
+int policy_matches(const Policy *pol, const Process *p);
 
 /* The first matching policy decides; none matching leaves it alone. Kernel
  * threads, zombies without an mm and the daemon itself are left alone

@@ -9,8 +9,8 @@
 #include "procfs.h"
 #include "root.h"
 
-/* Reads the per-process files that take the target's mmap_lock (here:
- * ksm_stat, whose ksm_mergeable line needs mmap_read_lock) on worker
+/* Reads the per-process files that take the target's mmap_lock (ksm_stat,
+ * whose ksm_mergeable line needs mmap_read_lock, and cmdline) on worker
  * threads, never on the event loop. A read that does not return within
  * the deadline marks that pid slow and is left to finish on its own: the
  * kernel's wait (mmap_read_lock_killable) cannot be cancelled from here,
@@ -18,16 +18,24 @@
  * new read of that pid until the stuck one returns. Results come back to
  * the loop through an eventfd. */
 
+typedef enum MmReadKind {
+        MM_READ_KSM_STAT,
+        MM_READ_CMDLINE,
+        _MM_READ_KIND_MAX,
+} MmReadKind;
+
 typedef struct MmReadResult {
+        MmReadKind kind;
         int pid;
         uint64_t start_time_ticks;      /* of the incarnation the read was for */
         int error;                      /* 0, or -errno (-ESRCH gone or pid reused, -ETIME overran) */
-        ProcKsmStat ksm_stat;
+        ProcKsmStat ksm_stat;           /* MM_READ_KSM_STAT */
+        char *cmdline;                  /* MM_READ_CMDLINE; the handler may take it (set it NULL) */
         uint64_t duration_usec;         /* how long the read took (so far, for -ETIME) */
         bool late;                      /* the read finished, but after its deadline had been reported */
 } MmReadResult;
 
-typedef void (*MmReadHandler)(const MmReadResult *r, void *userdata);
+typedef void (*MmReadHandler)(MmReadResult *r, void *userdata);
 
 typedef struct MmReaderCounters {
         uint64_t queued;
@@ -49,9 +57,10 @@ int mm_reader_new(const Root *root, sd_event *e, unsigned max_threads, uint64_t 
 MmReader *mm_reader_free(MmReader *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(MmReader *, mm_reader_free);
 
-/* Queues a ksm_stat read. -EALREADY when one for pid is queued or running
- * (a stuck one included), -ENOMEM. */
-int mm_reader_queue_ksm_stat(MmReader *r, int pid, uint64_t start_time_ticks);
+/* Queues a read. -EALREADY when one of that kind for pid is queued or
+ * running (a stuck one included), -ENOMEM. */
+int mm_reader_queue(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks);
+/* Is any read of pid queued or running? */
 bool mm_reader_busy(const MmReader *r, int pid);
 
 /* Delivers finished reads and reports reads past their deadline (once

@@ -51,6 +51,8 @@ typedef struct Policy {
         PolicyGlobs unit;       /* Unit=: glob on the systemd unit name */
         PolicyGlobs vm;         /* VM=: glob on the VM/machine name */
         PolicyUsers users;      /* User=: names or numeric uids, of the effective uid */
+        PolicyGlobs cmdline;    /* Cmdline=: one glob per line (it holds spaces) on the command line; read
+                                 * off the loop, so a match waits for it */
         bool match_invalid;     /* a [Match] key had a bad value, or there is none: the policy matches nothing */
 
         /* [Merge] */

@@ -36,6 +36,7 @@ typedef struct Verdict {
         char policy_file[VERDICT_POLICY_MAX]; /* "" when no policy matched */
         unsigned policy_line;           /* line of the [Match] section that matched */
         char reason[VERDICT_REASON_MAX]; /* "anon RSS 12 MiB < MinAnonMiB=64" */
+        bool needs_cmdline;             /* WAIT until the command line has been read */
 } Verdict;
 
 /* What is known about one process (a thread group), by its pid. */
@@ -55,6 +56,9 @@ typedef struct Process {
         uint64_t rss_anon_kib;          /* status RssAnon */
         unsigned threads;               /* status Threads */
         int tracer_pid;                 /* status TracerPid, 0 when not traced */
+        char *cmdline;                  /* arguments joined by spaces; read off the loop, only when a
+                                         * policy has Cmdline=; NULL until then (or unreadable) */
+        bool cmdline_read;              /* the off-loop read of cmdline finished (cmdline may be NULL) */
 
         /* KSM state of the process. ksm_merging_pages is lock-free and read
          * on the loop; the rest comes from ksm_stat off the loop. */
@@ -84,6 +88,10 @@ int process_merging_enabled(const Process *p);
  * fields when it already describes the same incarnation of that pid).
  * -ESRCH when the process is gone, -ENOMEM. */
 int process_read_facts(const Root *root, int pid, Process *p);
+
+/* After an exec the mm and the command line are new: forget what was read
+ * from the old ones (ksm_stat, cmdline, a planned action). */
+void process_forget_exec_state(Process *p);
 
 /* Frees the strings of p and zeroes it. */
 void process_done(Process *p);

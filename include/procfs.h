@@ -77,6 +77,14 @@ int procfs_read_ksm_stat(int pid_dirfd, ProcKsmStat *ret);
 /* ksm_merging_pages alone: lock-free, fine on the loop. */
 int procfs_read_ksm_merging_pages(int pid_dirfd, uint64_t *ret);
 
+/* The command line, arguments joined by single spaces (NULs and control
+ * characters become spaces), at most PROCFS_CMDLINE_MAX bytes of it. "" for
+ * a process without one (zombie, kernel thread). cmdline takes the target's
+ * mmap_lock (access_remote_vm): read it off the event loop only. */
+#define PROCFS_CMDLINE_MAX 4096
+int procfs_parse_cmdline(const char *buf, size_t len, char **ret);
+int procfs_read_cmdline(int pid_dirfd, char **ret);
+
 /* CPU time in ns from schedstat (exact, unlike stat's clock ticks). */
 int procfs_parse_schedstat(const char *text, uint64_t *ret_cpu_ns, uint64_t *ret_wait_ns);
 int procfs_read_schedstat(int pid_dirfd, uint64_t *ret_cpu_ns, uint64_t *ret_wait_ns);

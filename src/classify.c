@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
 #include <fnmatch.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -17,7 +18,7 @@ static bool any_glob(const PolicyGlobs *g, const char *s, int flags) {
         return false;
 }
 
-bool policy_matches(const Policy *pol, const Process *p) {
+int policy_matches(const Policy *pol, const Process *p) {
         if (pol->match_invalid)
                 return false;
         if (pol->cgroup.globs) {
@@ -41,6 +42,13 @@ bool policy_matches(const Policy *pol, const Process *p) {
                 for (size_t i = 0; i < pol->users.n && !ok; i++)
                         ok = pol->users.uids[i] == p->euid;
                 if (!ok)
+                        return false;
+        }
+        /* Last: the only key whose fact may still be on its way. */
+        if (pol->cmdline.globs) {
+                if (!p->cmdline_read)
+                        return -EAGAIN;
+                if (!any_glob(&pol->cmdline, p->cmdline, 0))
                         return false;
         }
         return true;
@@ -68,9 +76,23 @@ void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Pr
                 return;
         }
         const Policy *pol = NULL;
-        for (size_t i = 0; set && i < set->n && !pol; i++)
-                if (policy_matches(&set->policies[i], p))
+        for (size_t i = 0; set && i < set->n && !pol; i++) {
+                int m = policy_matches(&set->policies[i], p);
+                if (m == -EAGAIN) {
+                        /* First match wins, so nothing later may decide before this one is known. */
+                        const Policy *w = &set->policies[i];
+                        v.action = VERDICT_WAIT;
+                        v.needs_cmdline = true;
+                        strscpy(v.policy_file, sizeof v.policy_file, w->path);
+                        v.policy_line = w->line;
+                        v.method = (MergeMethod) w->method;
+                        set_reason(&v, "waiting for the command line (Cmdline=)");
+                        *ret = v;
+                        return;
+                }
+                if (m > 0)
                         pol = &set->policies[i];
+        }
         if (!pol) {
                 set_reason(&v, "no policy matches");
                 *ret = v;

@@ -57,7 +57,7 @@ static uint64_t boottime_usec(void) {
         return now_usec(CLOCK_BOOTTIME);
 }
 
-static void on_mm_read(const MmReadResult *r, void *userdata);
+static void on_mm_read(MmReadResult *r, void *userdata);
 
 int discovery_new(sd_event *e, const Root *root, const DiscoveryOptions *o, Discovery **ret) {
         _cleanup_(discovery_freep) Discovery *d = NULL;
@@ -144,6 +144,8 @@ static void classify_one(Discovery *d, Process *p) {
         p->verdict = v;
         p->verdict_usec = now_usec(CLOCK_MONOTONIC);
         p->have_verdict = true;
+        if (v.needs_cmdline && !p->cmdline_read && !p->slow)
+                (void) mm_reader_queue(d->reader, MM_READ_CMDLINE, p->pid, p->start_time_ticks);
         if (!changed)
                 return;
         if (v.action == VERDICT_LEAVE_ALONE) {
@@ -167,6 +169,8 @@ static int refresh_pid(Discovery *d, int pid, uint64_t exec_ns) {
         int r = process_table_ensure(d->table, pid, &p, &created);
         if (r < 0)
                 return r;
+        if (exec_ns && !created)
+                process_forget_exec_state(p);
         r = process_read_facts(d->root, pid, p);
         if (r == -ENOMEM)
                 return r;
@@ -382,7 +386,7 @@ int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag) {
         return (int) s.n_rejected;
 }
 
-static void on_mm_read(const MmReadResult *r, void *userdata) {
+static void on_mm_read(MmReadResult *r, void *userdata) {
         Discovery *d = userdata;
         Process *p = process_table_get(d->table, r->pid);
         if (!p || p->start_time_ticks != r->start_time_ticks)
@@ -391,9 +395,10 @@ static void on_mm_read(const MmReadResult *r, void *userdata) {
         if (r->error == -ETIME) {
                 if (!p->slow) {
                         _cleanup_free_ char *comm = cescape(p->comm);
-                        log_notice("pid %d (%s): reading its ksm_stat took over %" PRIu64 " ms (mmap_lock busy); "
+                        log_notice("pid %d (%s): reading its %s took over %" PRIu64 " ms (mmap_lock busy); "
                                    "marked slow, not read again for a while.",
-                                   p->pid, strna(comm), r->duration_usec / USEC_PER_MSEC);
+                                   p->pid, strna(comm), r->kind == MM_READ_CMDLINE ? "cmdline" : "ksm_stat",
+                                   r->duration_usec / USEC_PER_MSEC);
                 }
                 p->slow = true;
                 p->slow_since_usec = now;
@@ -405,6 +410,19 @@ static void on_mm_read(const MmReadResult *r, void *userdata) {
         } else if (p->slow && now - p->slow_since_usec >= SLOW_BACKOFF_USEC) {
                 p->slow = false;
                 p->slow_since_usec = 0;
+        }
+        if (r->kind == MM_READ_CMDLINE) {
+                /* Unreadable counts as read: a Cmdline= policy then does
+                 * not match, rather than wait forever. */
+                if (r->error == -ESRCH)
+                        return;
+                if (r->error < 0)
+                        log_debug_errno(r->error, "pid %d: cmdline: %m", r->pid);
+                free(p->cmdline);
+                p->cmdline = TAKE_PTR(r->cmdline);
+                p->cmdline_read = true;
+                classify_one(d, p);
+                return;
         }
         if (r->error < 0) {
                 log_debug_errno(r->error, "pid %d: ksm_stat: %m", r->pid);
@@ -481,7 +499,7 @@ int discovery_tick(Discovery *d, Plan *plan) {
 
         PROCESS_TABLE_FOREACH(p, d->table, i) {
                 if (wants_ksm_stat(p) && !(p->slow && now - p->slow_since_usec < SLOW_BACKOFF_USEC)) {
-                        r = mm_reader_queue_ksm_stat(d->reader, p->pid, p->start_time_ticks);
+                        r = mm_reader_queue(d->reader, MM_READ_KSM_STAT, p->pid, p->start_time_ticks);
                         if (r == -ENOMEM)
                                 return r;
                 }

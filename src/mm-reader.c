@@ -14,6 +14,7 @@
 #include "util.h"
 
 typedef struct Job {
+        MmReadKind kind;
         int pid;
         uint64_t start_time_ticks;
         uint64_t started_usec;          /* CLOCK_MONOTONIC when a worker took it; 0 while queued */
@@ -51,6 +52,7 @@ struct MmReader {
 static void job_list_free(Job *j) {
         while (j) {
                 Job *n = j->next;
+                free(j->result.cmdline);
                 free(j);
                 j = n;
         }
@@ -80,6 +82,7 @@ static void do_read(int proc_fd, Job *j) {
         uint64_t t0 = now_usec(CLOCK_MONOTONIC);
         int r;
 
+        j->result.kind = j->kind;
         j->result.pid = j->pid;
         j->result.start_time_ticks = j->start_time_ticks;
         snprintf(name, sizeof name, "%d", j->pid);
@@ -92,7 +95,8 @@ static void do_read(int proc_fd, Job *j) {
                 if (r >= 0 && st.start_time_ticks != j->start_time_ticks)
                         r = -ESRCH;
                 if (r >= 0)
-                        r = procfs_read_ksm_stat(dfd, &j->result.ksm_stat);
+                        r = j->kind == MM_READ_CMDLINE ? procfs_read_cmdline(dfd, &j->result.cmdline)
+                                                       : procfs_read_ksm_stat(dfd, &j->result.ksm_stat);
                 if (r == -ENOENT)
                         r = -ESRCH;
         }
@@ -247,29 +251,30 @@ MmReader *mm_reader_free(MmReader *r) {
         return NULL;
 }
 
-static bool busy_locked(const Shared *s, int pid) {
+/* kind -1: any */
+static bool busy_locked(const Shared *s, int pid, int kind) {
         for (const Job *j = s->queue_head; j; j = j->next)
-                if (j->pid == pid)
+                if (j->pid == pid && (kind < 0 || (int) j->kind == kind))
                         return true;
         for (const Job *j = s->running; j; j = j->next)
-                if (j->pid == pid)
+                if (j->pid == pid && (kind < 0 || (int) j->kind == kind))
                         return true;
         return false;
 }
 
 bool mm_reader_busy(const MmReader *r, int pid) {
         pthread_mutex_lock(&r->s->lock);
-        bool b = busy_locked(r->s, pid);
+        bool b = busy_locked(r->s, pid, -1);
         pthread_mutex_unlock(&r->s->lock);
         return b;
 }
 
-int mm_reader_queue_ksm_stat(MmReader *r, int pid, uint64_t start_time_ticks) {
+int mm_reader_queue(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks) {
         Shared *s = r->s;
         int k = 0;
 
         pthread_mutex_lock(&s->lock);
-        if (busy_locked(s, pid)) {
+        if (busy_locked(s, pid, (int) kind)) {
                 pthread_mutex_unlock(&s->lock);
                 return -EALREADY;
         }
@@ -278,6 +283,7 @@ int mm_reader_queue_ksm_stat(MmReader *r, int pid, uint64_t start_time_ticks) {
                 pthread_mutex_unlock(&s->lock);
                 return -ENOMEM;
         }
+        j->kind = kind;
         j->pid = pid;
         j->start_time_ticks = start_time_ticks;
         if (s->queue_tail)
@@ -327,7 +333,7 @@ int mm_reader_dispatch(MmReader *r) {
                 Job *o = calloc(1, sizeof *o);
                 if (!o)
                         continue;
-                o->result = (MmReadResult) { .pid = j->pid, .start_time_ticks = j->start_time_ticks,
+                o->result = (MmReadResult) { .kind = j->kind, .pid = j->pid, .start_time_ticks = j->start_time_ticks,
                                              .error = -ETIME, .duration_usec = now - j->started_usec };
                 o->next = overdue;
                 overdue = o;
@@ -341,7 +347,7 @@ int mm_reader_dispatch(MmReader *r) {
         job_list_free(overdue);
         for (Job *j = done; j; j = j->next, n++)
                 if (r->cb)
-                        r->cb(&j->result, r->userdata);
+                        r->cb(&j->result, r->userdata); /* may take result.cmdline */
         job_list_free(done);
         arm_timer(r);
         return n;

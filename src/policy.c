@@ -29,6 +29,7 @@ void policy_done(Policy *p) {
         strv_free(p->exe.globs);
         strv_free(p->unit.globs);
         strv_free(p->vm.globs);
+        strv_free(p->cmdline.globs);
         free(p->users.uids);
         *p = (Policy) {};
 }
@@ -98,6 +99,26 @@ GLOB_PARSER(exe)
 GLOB_PARSER(unit)
 GLOB_PARSER(vm)
 
+/* Cmdline=: command lines hold spaces, so the whole value is one glob; the
+ * key repeated adds another. */
+static int parse_glob_cmdline(const ConfContext *c, const char *value, void *dst, const void *data) {
+        PolicyGlobs *g = dst;
+        if (isempty(value)) {
+                g->globs = strv_free(g->globs);
+                return 0;
+        }
+        if (strlen(value) > 4096) {
+                *invalid_flag(dst, offsetof(Policy, cmdline), data) = true;
+                return conf_bad_value(c, value, "glob too long; this policy will match nothing");
+        }
+        char *s = strdup(value);
+        if (!s || strv_push(&g->globs, s) < 0) {
+                free(s);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
 static int parse_users(const ConfContext *c, const char *value, void *dst, const void *data) {
         PolicyUsers *u = dst;
         _cleanup_strv_free_ char **l = NULL;
@@ -147,6 +168,7 @@ const ConfItem policy_table[] = {
         ITEM("Match", "Unit", parse_globs_unit, unit, &match_data),
         ITEM("Match", "VM", parse_globs_vm, vm, &match_data),
         ITEM("Match", "User", parse_users, users, &match_data),
+        ITEM("Match", "Cmdline", parse_glob_cmdline, cmdline, &match_data),
         ITEM("Merge", "Mode", conf_parse_enum, mode, policy_mode_names),
         ITEM("Merge", "Method", conf_parse_enum, method, merge_method_names),
         ITEM("Merge", "MinAnonMiB", conf_parse_u64, min_anon_mib, &anon_range),
@@ -204,7 +226,7 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
         }
         /* An unedited copy of the template must not merge the whole host. */
         if (!p.match_invalid && !p.cgroup.globs && !p.comm.globs && !p.exe.globs && !p.unit.globs &&
-            !p.vm.globs && p.users.n == 0) {
+            !p.vm.globs && !p.cmdline.globs && p.users.n == 0) {
                 conf_diag_add(diag, path, p.line, NULL,
                               "[Match] has no keys: this policy matches nothing (Cgroup=* matches every process)");
                 p.match_invalid = true;
@@ -231,7 +253,7 @@ static int policy_copy(const Policy *src, Policy *ret) {
         Policy p = *src;
         p.path = strdup(src->path);
         p.name = strdup(src->name);
-        p.cgroup.globs = p.comm.globs = p.exe.globs = p.unit.globs = p.vm.globs = NULL;
+        p.cgroup.globs = p.comm.globs = p.exe.globs = p.unit.globs = p.vm.globs = p.cmdline.globs = NULL;
         p.users.uids = NULL;
         int r = 0;
         if (!p.path || !p.name)
@@ -246,6 +268,8 @@ static int policy_copy(const Policy *src, Policy *ret) {
                 r = strv_copy(src->unit.globs, &p.unit.globs);
         if (r >= 0)
                 r = strv_copy(src->vm.globs, &p.vm.globs);
+        if (r >= 0)
+                r = strv_copy(src->cmdline.globs, &p.cmdline.globs);
         if (r >= 0 && src->users.n) {
                 p.users.uids = malloc(sizeof(uid_t) * src->users.n);
                 if (!p.users.uids)

@@ -26,7 +26,16 @@ int process_merging_enabled(const Process *p) {
         return p->ksm_stat.merge_any == 1 || p->ksm_stat.mergeable == 1;
 }
 
+void process_forget_exec_state(Process *p) {
+        p->cmdline = (free(p->cmdline), NULL);
+        p->cmdline_read = false;
+        p->ksm_stat_valid = false;
+        p->ksm_stat = (ProcKsmStat) {};
+        p->action_planned_usec = 0;
+}
+
 void process_done(Process *p) {
+        free(p->cmdline);
         free(p->exe);
         free(p->cgroup);
         free(p->unit);
@@ -100,6 +109,10 @@ int process_read_facts(const Root *root, int pid, Process *p) {
                 p->discovered_usec = discovered;
                 p->generation = gen;
         }
+        /* Polling sees no exec event: a new executable or name on the same
+         * incarnation means one happened. */
+        if (same && ((p->exe && exe && !streq(p->exe, exe)) || !streq(p->comm, st.comm)))
+                process_forget_exec_state(p);
         long hz = sysconf(_SC_CLK_TCK);
         p->start_time_ticks = st.start_time_ticks;
         p->start_time_usec = st.start_time_ticks * USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);

@@ -5,7 +5,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "procfs.h"
 #include "util.h"
@@ -277,6 +279,52 @@ int procfs_read_ksm_stat(int pid_dirfd, ProcKsmStat *ret) {
 int procfs_read_ksm_merging_pages(int pid_dirfd, uint64_t *ret) {
         int r = read_u64_at(pid_dirfd, "ksm_merging_pages", ret);
         return r == -ENOENT ? -ESRCH : r;
+}
+
+int procfs_parse_cmdline(const char *buf, size_t len, char **ret) {
+        char *s = malloc(len + 1), *w = s;
+        if (!s)
+                return -ENOMEM;
+        bool space = true; /* no leading space */
+        for (size_t i = 0; i < len; i++) {
+                unsigned char c = (unsigned char) buf[i];
+                if (c == 0 || c < 0x20 || c == 0x7f) {
+                        if (!space)
+                                *w++ = ' ';
+                        space = true;
+                        continue;
+                }
+                *w++ = (char) c;
+                space = false;
+        }
+        while (w > s && w[-1] == ' ')
+                w--;
+        *w = 0;
+        *ret = s;
+        return 0;
+}
+
+int procfs_read_cmdline(int pid_dirfd, char **ret) {
+        char buf[PROCFS_CMDLINE_MAX];
+        size_t n = 0;
+        int fd = openat(pid_dirfd, "cmdline", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        while (n < sizeof buf) {
+                ssize_t k = read(fd, buf + n, sizeof buf - n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int r = errno == ENOENT ? -ESRCH : negative_errno();
+                        safe_close(fd);
+                        return r;
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        safe_close(fd);
+        return procfs_parse_cmdline(buf, n, ret);
 }
 
 int procfs_parse_schedstat(const char *text, uint64_t *ret_cpu_ns, uint64_t *ret_wait_ns) {

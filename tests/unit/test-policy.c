@@ -292,6 +292,39 @@ static void test_classify(void **state) {
         assert_int_equal(v.method, MERGE_METHOD_NONE);
         assert_non_null(strstr(v.reason, "Method=none"));
 
+        /* Cmdline= waits for the off-loop read, and nothing later decides meanwhile */
+        PolicySet c = {};
+        ConfDiag d = {};
+        _cleanup_free_ char *dir = path_of("cmd");
+        char *dirs[] = { dir, NULL };
+        fake_write(&tree, "cmd/10-app.policy",
+                   "[Match]\nComm=java\nCmdline=* -jar */app.jar *\nCmdline=*-jar app.jar*\n[Merge]\nMode=always\n");
+        fake_write(&tree, "cmd/20-java.policy", "[Match]\nComm=java\n[Merge]\nMode=never\n");
+        assert_int_equal(policy_set_load(dirs, NULL, &c, &d), 0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(strv_length(c.policies[0].cmdline.globs), 2); /* spaces stay inside one glob */
+        Process j = { .pid = 14, .comm = "java", .cgroup = "" };
+        classify_process(&c, &ctx, &j, &v);
+        assert_int_equal(v.action, VERDICT_WAIT);
+        assert_true(v.needs_cmdline);
+        assert_string_equal(v.reason, "waiting for the command line (Cmdline=)");
+        j.cmdline_read = true;
+        j.cmdline = "/usr/bin/java -Xmx1g -jar /srv/app.jar --port 80";
+        classify_process(&c, &ctx, &j, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_false(v.needs_cmdline);
+        j.cmdline = "/usr/bin/java -jar other.jar";
+        classify_process(&c, &ctx, &j, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        j.cmdline = NULL; /* unreadable: no match, no waiting */
+        classify_process(&c, &ctx, &j, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        /* a process another key excludes never waits */
+        Process other = { .pid = 15, .comm = "python3", .cgroup = "" };
+        classify_process(&c, &ctx, &other, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        policy_set_done(&c);
+
         Process k = { .pid = 2, .comm = "postgres", .kthread = true };
         classify_process(&s, &ctx, &k, &v);
         assert_int_equal(v.action, VERDICT_LEAVE_ALONE);

@@ -136,10 +136,28 @@ static void test_read_facts(void **state) {
         fake_tree_done(&t);
 }
 
+static void check_cmdline(const char *buf, size_t len, const char *want) {
+        char *s = NULL;
+        assert_int_equal(procfs_parse_cmdline(buf, len, &s), 0);
+        assert_string_equal(s, want);
+        free(s);
+}
+
+static void test_parse_cmdline(void **state) {
+        check_cmdline("/usr/bin/java\0-jar\0app.jar\0", 26, "/usr/bin/java -jar app.jar");
+        check_cmdline("", 0, "");
+        check_cmdline("\0\0\0", 3, "");
+        /* setproctitle() style: one string with spaces, no trailing NUL */
+        check_cmdline("postgres: checkpointer", 22, "postgres: checkpointer");
+        /* control characters and runs of NULs collapse to one space */
+        check_cmdline("a\n\tb\0\0c\x7f", 8, "a b c");
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_table_grow_remove_iterate),
                 cmocka_unit_test(test_read_facts),
+                cmocka_unit_test(test_parse_cmdline),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
