@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 /* Exit statuses of ksmctl, documented in ksmctl(1). */
 enum {
@@ -15,11 +16,17 @@ enum {
 
 typedef struct KsmctlOptions {
         bool json;
+        bool cgroups;                   /* list --cgroups */
+        uint64_t interval_usec;         /* monitor --interval= */
 } KsmctlOptions;
 
-/* A verb gets argv starting at its own name; max_args -1 means unbounded. */
+/* A verb gets argv starting at its own name; max_args -1 means unbounded.
+ * Options after the verb's name (status --json, list --cgroups) are parsed
+ * only for verbs that set options; the others (exec -- CMD ...) get their
+ * arguments untouched. */
 typedef struct KsmctlVerb {
         const char *name;
         int min_args, max_args;
         int (*run)(int argc, char **argv, const KsmctlOptions *o);
+        bool options;
 } KsmctlVerb;

@@ -1,24 +1,49 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* ksmctl: the command-line client of ksmtuned2. Each verb is a function in
- * the table below; verbs that talk to the daemon do so over the system bus. */
+ * the table below; verbs that talk to the daemon do so over the system bus
+ * (org.ksmtuned2(5)). Output is the interface: the human form is for people,
+ * --json is stable and documented in ksmctl(1). */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <systemd/sd-bus.h>
+
+#include "bus-api.h"
+#include "json.h"
+#include "ksm-sysfs.h"
 #include "ksmctl.h"
 #include "log.h"
+#include "root.h"
 #include "util.h"
+
+#define DECISIONS_SHOWN 8
 
 static void help(void) {
         printf("%s [OPTIONS...] COMMAND ...\n\n"
                "Query and control ksmtuned2.\n\n"
                "Commands:\n"
+               "  status               Savings, costs, knobs, mode and last decisions\n"
+               "  list [--cgroups]     Processes (or cgroups/VMs/units), largest savings first\n"
+               "  explain PID          Why the daemon treats PID as it does\n"
+               "  monitor              Status, refreshed live until Ctrl-C\n"
+               "  reload               Re-read the configuration and policies (root)\n"
+               "  pause                Stop changing knobs and processes (root)\n"
+               "  resume               Undo pause (root)\n"
+               "  set-mode MODE        auto, tune-only or observe (root)\n"
                "  help                 Show this help\n"
                "\nOptions:\n"
                "  -h --help            Show this help\n"
                "     --version         Show the version\n"
-               "     --json            JSON output for read commands\n",
+               "     --json            JSON output for read commands\n"
+               "     --cgroups         With list: one line per cgroup, VM or unit\n"
+               "     --interval=TIME   With monitor: refresh period (default 2s)\n",
                program_invocation_short_name);
 }
 
@@ -27,24 +52,772 @@ static int verb_help(int argc, char **argv, const KsmctlOptions *o) {
         return KSMCTL_EXIT_OK;
 }
 
+/* ---- talking to the daemon ---- */
+
+static bool error_means_not_running(const sd_bus_error *e) {
+        return sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER,
+                                      SD_BUS_ERROR_DISCONNECTED, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_UNKNOWN_OBJECT);
+}
+
+/* Says what went wrong in the words of the daemon (its error message), and
+ * returns the exit status documented for it. */
+static int exit_for_error(const sd_bus_error *e, int r, const char *what) {
+        if (sd_bus_error_is_set(e)) {
+                if (error_means_not_running(e)) {
+                        log_error("ksmtuned2 is not running: %s", e->message ?: e->name);
+                        return KSMCTL_EXIT_NOT_RUNNING;
+                }
+                if (sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED)) {
+                        log_error("Cannot %s: permission denied; only root may change ksmtuned2.", what);
+                        return KSMCTL_EXIT_ACCESS_DENIED;
+                }
+                if (sd_bus_error_has_name(e, BUS_ERROR_NO_SUCH_PROCESS)) {
+                        log_error("%s", e->message ?: e->name);
+                        return KSMCTL_EXIT_NO_SUCH_PROCESS;
+                }
+                log_error("Cannot %s: %s (%s)", what, e->message ?: "no message", e->name);
+                return KSMCTL_EXIT_FAILURE;
+        }
+        log_error_errno(r, "Cannot %s: %m", what);
+        return KSMCTL_EXIT_FAILURE;
+}
+
+/* 0, or an exit status after having said why there is no bus. quiet: the
+ * caller reports "not running" itself (status, monitor). */
+static int bus_open(sd_bus **ret, sd_bus_error *error) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r = sd_bus_open_system(&bus);
+        if (r < 0) {
+                sd_bus_error_set_errnof(error, r, "the system bus is not reachable: %s", strerror(-r));
+                return r;
+        }
+        *ret = TAKE_PTR(bus);
+        return 0;
+}
+
+/* A method call that never starts the daemon through bus activation:
+ * status must tell whether it runs, and a pause must not start one. */
+static int bus_call(sd_bus *bus, const char *interface, const char *member, sd_bus_error *error,
+                    sd_bus_message **ret_reply, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, interface, member);
+        if (r < 0)
+                return r;
+        (void) sd_bus_message_set_auto_start(m, false);
+        if (types) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(m, types, ap);
+                va_end(ap);
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_call(bus, m, 0, error, ret_reply);
+}
+
+static int call_simple(const char *method, const char *what, const char *types, const char *arg) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = bus_open(&bus, &error);
+        if (r < 0) {
+                log_error("ksmtuned2 is not running: %s", error.message);
+                return KSMCTL_EXIT_NOT_RUNNING;
+        }
+        if (types)
+                r = bus_call(bus, BUS_INTERFACE, method, &error, &reply, types, arg);
+        else
+                r = bus_call(bus, BUS_INTERFACE, method, &error, &reply, NULL);
+        if (r < 0)
+                return exit_for_error(&error, r, what);
+        return KSMCTL_EXIT_OK;
+}
+
+static int verb_reload(int argc, char **argv, const KsmctlOptions *o) {
+        return call_simple("Reload", "reload", NULL, NULL);
+}
+
+static int verb_pause(int argc, char **argv, const KsmctlOptions *o) {
+        return call_simple("Pause", "pause", NULL, NULL);
+}
+
+static int verb_resume(int argc, char **argv, const KsmctlOptions *o) {
+        return call_simple("Resume", "resume", NULL, NULL);
+}
+
+static int verb_set_mode(int argc, char **argv, const KsmctlOptions *o) {
+        return call_simple("SetMode", "set the mode", "s", argv[1]);
+}
+
+/* ---- status ---- */
+
+typedef struct NamedValue {
+        char *name;
+        char *text;             /* knobs */
+        int64_t number;         /* counters */
+        bool flag;              /* features */
+} NamedValue;
+
+typedef struct NamedList {
+        NamedValue *items;
+        size_t n;
+} NamedList;
+
+typedef struct StatusDecision {
+        uint64_t realtime_usec;
+        char *kind, *text;
+} StatusDecision;
+
+typedef struct Status {
+        bool running;
+        char *not_running_reason;
+        char *version, *state, *mode, *kernel_release, *cgroup_layout, *config_path;
+        bool dry_run;
+        uint64_t interval_usec, saved_bytes, ksmd_cpu_usec, ksmd_wait_samples, mem_total_bytes,
+                mem_available_bytes, decisions_total, ticks;
+        uint32_t managed_processes;
+        bool have_managed;
+        int64_t general_profit_bytes;
+        bool have_general_profit;
+        double ksmd_cpu_fraction, ksmd_blocked_fraction, ksmd_blocked_other_fraction;
+        int32_t ksmd_pid;
+        NamedList features, knobs, counters;
+        StatusDecision *decisions;
+        size_t n_decisions;
+} Status;
+
+static void named_list_done(NamedList *l) {
+        for (size_t i = 0; i < l->n; i++) {
+                free(l->items[i].name);
+                free(l->items[i].text);
+        }
+        free(l->items);
+        *l = (NamedList) {};
+}
+
+static NamedValue *named_list_add(NamedList *l, const char *name) {
+        NamedValue *n = reallocarray(l->items, l->n + 1, sizeof *n);
+        if (!n)
+                return NULL;
+        l->items = n;
+        n = &l->items[l->n];
+        *n = (NamedValue) { .name = strdup(name) };
+        if (!n->name)
+                return NULL;
+        l->n++;
+        return n;
+}
+
+static const NamedValue *named_list_find(const NamedList *l, const char *name) {
+        for (size_t i = 0; i < l->n; i++)
+                if (streq(l->items[i].name, name))
+                        return &l->items[i];
+        return NULL;
+}
+
+static void status_done(Status *s) {
+        free(s->not_running_reason);
+        free(s->version);
+        free(s->state);
+        free(s->mode);
+        free(s->kernel_release);
+        free(s->cgroup_layout);
+        free(s->config_path);
+        named_list_done(&s->features);
+        named_list_done(&s->knobs);
+        named_list_done(&s->counters);
+        for (size_t i = 0; i < s->n_decisions; i++) {
+                free(s->decisions[i].kind);
+                free(s->decisions[i].text);
+        }
+        free(s->decisions);
+        *s = (Status) {};
+}
+
+static int read_string(sd_bus_message *m, char **dst) {
+        const char *v;
+        int r = sd_bus_message_read(m, "v", "s", &v);
+        if (r < 0)
+                return r;
+        free(*dst);
+        *dst = strdup(v);
+        return *dst ? 0 : -ENOMEM;
+}
+
+/* a{sb}, a{ss} or a{sx} inside the variant. */
+static int read_dict(sd_bus_message *m, char type, NamedList *l) {
+        char sig[8], entry[8];
+        int r;
+
+        snprintf(sig, sizeof sig, "a{s%c}", type);
+        snprintf(entry, sizeof entry, "s%c", type);
+        r = sd_bus_message_enter_container(m, 'v', sig);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', sig + 1);
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', entry)) > 0) {
+                const char *name, *text = NULL;
+                int64_t x = 0;
+                int b = 0;
+                NamedValue *n;
+
+                if (type == 's')
+                        r = sd_bus_message_read(m, "ss", &name, &text);
+                else if (type == 'x')
+                        r = sd_bus_message_read(m, "sx", &name, &x);
+                else
+                        r = sd_bus_message_read(m, "sb", &name, &b);
+                if (r < 0)
+                        return r;
+                n = named_list_add(l, name);
+                if (!n)
+                        return -ENOMEM;
+                n->number = x;
+                n->flag = b;
+                if (text && !(n->text = strdup(text)))
+                        return -ENOMEM;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_decisions(sd_bus_message *m, Status *s) {
+        int r = sd_bus_message_enter_container(m, 'v', "a(tss)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(tss)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                uint64_t t;
+                const char *kind, *text;
+                StatusDecision *d;
+
+                r = sd_bus_message_read(m, "(tss)", &t, &kind, &text);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                d = reallocarray(s->decisions, s->n_decisions + 1, sizeof *d);
+                if (!d)
+                        return -ENOMEM;
+                s->decisions = d;
+                d = &s->decisions[s->n_decisions++];
+                *d = (StatusDecision) { .realtime_usec = t, .kind = strdup(kind), .text = strdup(text) };
+                if (!d->kind || !d->text)
+                        return -ENOMEM;
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+/* One property of GetAll's reply, the reader positioned at its variant.
+ * Unknown properties (a newer daemon) are skipped. */
+static int read_property(sd_bus_message *m, const char *name, Status *s) {
+        static const struct {
+                const char *name;
+                char type;
+                size_t offset;
+        } simple[] = {
+#define F(n, t, field) { n, t, offsetof(Status, field) }
+                F("Version", 's', version),
+                F("State", 's', state),
+                F("Mode", 's', mode),
+                F("KernelRelease", 's', kernel_release),
+                F("CgroupLayout", 's', cgroup_layout),
+                F("ConfigPath", 's', config_path),
+                F("DryRun", 'b', dry_run),
+                F("IntervalUSec", 't', interval_usec),
+                F("SavedBytes", 't', saved_bytes),
+                F("KsmdCPUUSec", 't', ksmd_cpu_usec),
+                F("KsmdWaitSamples", 't', ksmd_wait_samples),
+                F("MemTotalBytes", 't', mem_total_bytes),
+                F("MemAvailableBytes", 't', mem_available_bytes),
+                F("DecisionsTotal", 't', decisions_total),
+                F("Ticks", 't', ticks),
+                F("ManagedProcesses", 'u', managed_processes),
+                F("GeneralProfitBytes", 'x', general_profit_bytes),
+                F("KsmdCPUFraction", 'd', ksmd_cpu_fraction),
+                F("KsmdBlockedFraction", 'd', ksmd_blocked_fraction),
+                F("KsmdBlockedOtherFraction", 'd', ksmd_blocked_other_fraction),
+                F("KsmdPID", 'i', ksmd_pid),
+#undef F
+        };
+        for (size_t i = 0; i < ELEMENTSOF(simple); i++) {
+                void *dst = (char *) s + simple[i].offset;
+                char sig[2] = { simple[i].type, 0 };
+                int b, r;
+
+                if (!streq(simple[i].name, name))
+                        continue;
+                if (streq(name, "ManagedProcesses"))
+                        s->have_managed = true;
+                if (streq(name, "GeneralProfitBytes"))
+                        s->have_general_profit = true;
+                switch (simple[i].type) {
+                case 's':
+                        return read_string(m, dst);
+                case 'b':
+                        r = sd_bus_message_read(m, "v", "b", &b);
+                        *(bool *) dst = b;
+                        return r;
+                default:
+                        return sd_bus_message_read(m, "v", sig, dst);
+                }
+        }
+        if (streq(name, "Features"))
+                return read_dict(m, 'b', &s->features);
+        if (streq(name, "Knobs"))
+                return read_dict(m, 's', &s->knobs);
+        if (streq(name, "Counters"))
+                return read_dict(m, 'x', &s->counters);
+        if (streq(name, "LastDecisions"))
+                return read_decisions(m, s);
+        return sd_bus_message_skip(m, "v");
+}
+
+static int status_parse(sd_bus_message *reply, Status *s) {
+        int r = sd_bus_message_enter_container(reply, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(reply, 'e', "sv")) > 0) {
+                const char *name;
+                r = sd_bus_message_read(reply, "s", &name);
+                if (r < 0)
+                        return r;
+                r = read_property(reply, name, s);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        s->running = true;
+        return sd_bus_message_exit_container(reply);
+}
+
+/* The kernel's own view, for when the daemon does not answer. */
+static int status_from_kernel(Status *s) {
+        _cleanup_(root_freep) Root *root = NULL;
+        KsmState k;
+        int r;
+
+        r = root_open(getenv("KSMCTL_ROOT"), &root);
+        if (r < 0)
+                return r;
+        r = ksm_sysfs_read(root, &k);
+        if (r < 0)
+                return r;
+        for (int i = 0; i < _KSM_KEY_MAX; i++) {
+                NamedValue *n;
+                char v[32];
+
+                if (!ksm_state_has(&k, (KsmKey) i))
+                        continue;
+                n = named_list_add(ksm_key_is_knob((KsmKey) i) ? &s->knobs : &s->counters, ksm_key_to_string((KsmKey) i));
+                if (!n)
+                        return -ENOMEM;
+                n->number = (int64_t) k.value[i];
+                if (ksm_key_is_knob((KsmKey) i)) {
+                        (void) ksm_format_value((KsmKey) i, k.value[i], v, sizeof v);
+                        if (!(n->text = strdup(v)))
+                                return -ENOMEM;
+                }
+        }
+        long page = sysconf(_SC_PAGESIZE);
+        if (ksm_state_has(&k, KSM_PAGES_SHARING))
+                s->saved_bytes = k.value[KSM_PAGES_SHARING] * (uint64_t) (page > 0 ? page : 4096);
+        if (ksm_state_has(&k, KSM_GENERAL_PROFIT)) {
+                s->general_profit_bytes = ksm_state_general_profit(&k);
+                s->have_general_profit = true;
+        }
+        return 0;
+}
+
+/* Fills s from the daemon, or (not running) from the kernel. Returns an
+ * exit status: OK, NOT_RUNNING (s still filled from the kernel), or a
+ * failure already reported. bus may be NULL: then one is opened. */
+static int status_get(sd_bus *bus, Status *s) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = 0;
+
+        if (!bus) {
+                r = bus_open(&own, &error);
+                bus = own;
+        }
+        if (bus)
+                r = bus_call(bus, "org.freedesktop.DBus.Properties", "GetAll", &error, &reply, "s", BUS_INTERFACE);
+        else
+                r = r < 0 ? r : -ENOTCONN;
+        if (r >= 0) {
+                r = status_parse(reply, s);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot parse the daemon's answer: %m");
+                        return KSMCTL_EXIT_FAILURE;
+                }
+                return KSMCTL_EXIT_OK;
+        }
+        if (bus && sd_bus_error_is_set(&error) && !error_means_not_running(&error))
+                return exit_for_error(&error, r, "read the daemon's status");
+        s->not_running_reason = strdup(error.message ?: strerror(-r));
+        r = status_from_kernel(s);
+        if (r < 0)
+                log_warning_errno(r, "Cannot read the kernel's KSM counters either: %m");
+        return KSMCTL_EXIT_NOT_RUNNING;
+}
+
+static const char *format_percent(char *buf, size_t n, double f) {
+        snprintf(buf, n, "%.1f%%", f * 100.0);
+        return buf;
+}
+
+static const char *format_realtime(char *buf, size_t n, uint64_t usec) {
+        time_t t = (time_t) (usec / USEC_PER_SEC);
+        struct tm tm;
+        if (!localtime_r(&t, &tm) || strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm) == 0)
+                snprintf(buf, n, "@%" PRIu64, usec / USEC_PER_SEC);
+        return buf;
+}
+
+/* "Label:      item item item", wrapped under the label at 79 columns. */
+static void print_wrapped(FILE *f, const char *label, char **items, size_t n) {
+        const int indent = 12;
+        int col = fprintf(f, "%-*s", indent, label);
+        for (size_t i = 0; i < n; i++) {
+                int len = (int) strlen(items[i]);
+                if (i > 0 && col + 1 + len > 79) {
+                        fprintf(f, "\n%*s", indent, "");
+                        col = indent;
+                } else if (i > 0)
+                        col += fprintf(f, " ");
+                col += fprintf(f, "%s", items[i]);
+        }
+        fputc('\n', f);
+}
+
+static void print_pairs(FILE *f, const char *label, const NamedList *l, bool numbers) {
+        _cleanup_strv_free_ char **items = calloc(l->n + 1, sizeof(char *));
+        if (!items)
+                return;
+        for (size_t i = 0; i < l->n; i++)
+                if (numbers ? asprintf(&items[i], "%s=%" PRIi64, l->items[i].name, l->items[i].number) < 0
+                            : asprintf(&items[i], "%s=%s", l->items[i].name, strna(l->items[i].text)) < 0) {
+                        items[i] = NULL;
+                        return;
+                }
+        print_wrapped(f, label, items, l->n);
+}
+
+static void print_features(FILE *f, const Status *s, bool present, const char *label) {
+        _cleanup_free_ char **items = calloc(s->features.n + 1, sizeof(char *));
+        size_t n = 0;
+        if (!items)
+                return;
+        for (size_t i = 0; i < s->features.n; i++)
+                if (s->features.items[i].flag == present)
+                        items[n++] = s->features.items[i].name;
+        if (n > 0)
+                print_wrapped(f, label, items, n);
+}
+
+static void print_savings(FILE *f, const Status *s) {
+        char saved[32], profit[40];
+        const NamedValue *sharing = named_list_find(&s->counters, "pages_sharing");
+
+        format_bytes(saved, sizeof saved, s->saved_bytes);
+        if (s->have_general_profit) {
+                if (s->general_profit_bytes < 0) {
+                        format_bytes(profit + 1, sizeof profit - 1, (uint64_t) -s->general_profit_bytes);
+                        profit[0] = '-';
+                } else
+                        format_bytes(profit, sizeof profit, (uint64_t) s->general_profit_bytes);
+        }
+        fprintf(f, "%-12s%s (%" PRIi64 " pages sharing)", "Saved:", saved, sharing ? sharing->number : 0);
+        if (s->have_general_profit)
+                fprintf(f, "; general profit %s", profit);
+        fputc('\n', f);
+}
+
+static void print_status(FILE *f, const Status *s) {
+        char a[32], b[32], c[32];
+
+        if (!s->running) {
+                fprintf(f, "ksmtuned2 is not running (%s).\n", strna(s->not_running_reason));
+                if (s->knobs.n == 0 && s->counters.n == 0) {
+                        fprintf(f, "The kernel's KSM counters cannot be read either.\n");
+                        return;
+                }
+                fprintf(f, "The kernel's own KSM figures:\n");
+                print_savings(f, s);
+                print_pairs(f, "Knobs:", &s->knobs, false);
+                print_pairs(f, "Counters:", &s->counters, true);
+                return;
+        }
+
+        fprintf(f, "ksmtuned2 %s: %s, mode %s%s, every %s\n", strna(s->version), strna(s->state), strna(s->mode),
+                s->dry_run ? " (dry run: nothing is written)" : "", format_timespan(a, sizeof a, s->interval_usec));
+        print_savings(f, s);
+        fprintf(f, "%-12sCPU %s, blocked on mmap_lock %s, elsewhere %s (%" PRIu64 " samples), pid %d\n", "ksmd:",
+                format_percent(a, sizeof a, s->ksmd_cpu_fraction), format_percent(b, sizeof b, s->ksmd_blocked_fraction),
+                format_percent(c, sizeof c, s->ksmd_blocked_other_fraction), s->ksmd_wait_samples, (int) s->ksmd_pid);
+        print_pairs(f, "Knobs:", &s->knobs, false);
+        print_pairs(f, "Counters:", &s->counters, true);
+        if (s->have_managed)
+                fprintf(f, "%-12s%" PRIu32 " managed\n", "Processes:", s->managed_processes);
+        fprintf(f, "%-12s%s available of %s\n", "Memory:", format_bytes(a, sizeof a, s->mem_available_bytes),
+                format_bytes(b, sizeof b, s->mem_total_bytes));
+        fprintf(f, "%-12s%s, cgroup layout %s\n", "Kernel:", strna(s->kernel_release), strna(s->cgroup_layout));
+        print_features(f, s, true, "Features:");
+        print_features(f, s, false, "Missing:");
+        if (s->n_decisions == 0) {
+                fprintf(f, "No decisions yet.\n");
+                return;
+        }
+        fprintf(f, "Last decisions (%" PRIu64 " in all):\n", s->decisions_total);
+        for (size_t i = 0; i < s->n_decisions && i < DECISIONS_SHOWN; i++)
+                fprintf(f, "  %s  %-8s %s\n", format_realtime(a, sizeof a, s->decisions[i].realtime_usec),
+                        s->decisions[i].kind, s->decisions[i].text);
+}
+
+static void json_status(JsonWriter *w, const Status *s) {
+        char t[32];
+
+        json_begin_object(w);
+        json_key(w, "daemon");
+        json_begin_object(w);
+        json_kv_bool(w, "running", s->running);
+        if (!s->running)
+                json_kv_string(w, "reason", s->not_running_reason);
+        else {
+                json_kv_string(w, "version", s->version);
+                json_kv_string(w, "state", s->state);
+                json_kv_string(w, "mode", s->mode);
+                json_kv_bool(w, "dry_run", s->dry_run);
+                json_kv_u64(w, "interval_usec", s->interval_usec);
+                json_kv_string(w, "config_path", s->config_path);
+                json_kv_u64(w, "ticks", s->ticks);
+        }
+        json_end_object(w);
+
+        json_key(w, "savings");
+        json_begin_object(w);
+        json_kv_u64(w, "saved_bytes", s->saved_bytes);
+        if (s->have_general_profit)
+                json_kv_i64(w, "general_profit_bytes", s->general_profit_bytes);
+        else {
+                json_key(w, "general_profit_bytes");
+                json_null(w);
+        }
+        json_end_object(w);
+
+        if (s->running) {
+                json_key(w, "ksmd");
+                json_begin_object(w);
+                json_kv_i64(w, "pid", s->ksmd_pid);
+                json_kv_double(w, "cpu_fraction", s->ksmd_cpu_fraction);
+                json_kv_u64(w, "cpu_usec", s->ksmd_cpu_usec);
+                json_kv_double(w, "blocked_mmap_lock_fraction", s->ksmd_blocked_fraction);
+                json_kv_double(w, "blocked_other_fraction", s->ksmd_blocked_other_fraction);
+                json_kv_u64(w, "wait_samples", s->ksmd_wait_samples);
+                json_end_object(w);
+        }
+
+        json_key(w, "knobs");
+        json_begin_object(w);
+        /* Numbers where the kernel prints a number, its word otherwise (advisor_mode). */
+        for (size_t i = 0; i < s->knobs.n; i++) {
+                uint64_t v;
+                if (s->knobs.items[i].text && safe_atou64(s->knobs.items[i].text, &v) >= 0)
+                        json_kv_u64(w, s->knobs.items[i].name, v);
+                else
+                        json_kv_string(w, s->knobs.items[i].name, s->knobs.items[i].text);
+        }
+        json_end_object(w);
+        json_key(w, "counters");
+        json_begin_object(w);
+        for (size_t i = 0; i < s->counters.n; i++)
+                json_kv_i64(w, s->counters.items[i].name, s->counters.items[i].number);
+        json_end_object(w);
+
+        if (s->running) {
+                json_key(w, "memory");
+                json_begin_object(w);
+                json_kv_u64(w, "total_bytes", s->mem_total_bytes);
+                json_kv_u64(w, "available_bytes", s->mem_available_bytes);
+                json_end_object(w);
+                if (s->have_managed)
+                        json_kv_u64(w, "managed_processes", s->managed_processes);
+                json_key(w, "kernel");
+                json_begin_object(w);
+                json_kv_string(w, "release", s->kernel_release);
+                json_kv_string(w, "cgroup_layout", s->cgroup_layout);
+                json_key(w, "features");
+                json_begin_object(w);
+                for (size_t i = 0; i < s->features.n; i++)
+                        json_kv_bool(w, s->features.items[i].name, s->features.items[i].flag);
+                json_end_object(w);
+                json_end_object(w);
+                json_key(w, "decisions");
+                json_begin_array(w);
+                for (size_t i = 0; i < s->n_decisions; i++) {
+                        json_begin_object(w);
+                        json_kv_u64(w, "realtime_usec", s->decisions[i].realtime_usec);
+                        json_kv_string(w, "time", format_realtime(t, sizeof t, s->decisions[i].realtime_usec));
+                        json_kv_string(w, "kind", s->decisions[i].kind);
+                        json_kv_string(w, "text", s->decisions[i].text);
+                        json_end_object(w);
+                }
+                json_end_array(w);
+                json_kv_u64(w, "decisions_total", s->decisions_total);
+        }
+        json_end_object(w);
+}
+
+static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
+        _cleanup_(status_done) Status s = {};
+        int ret = status_get(NULL, &s);
+
+        if (ret != KSMCTL_EXIT_OK && ret != KSMCTL_EXIT_NOT_RUNNING)
+                return ret;
+        if (o->json) {
+                JsonWriter w;
+                json_init(&w, stdout, true);
+                json_status(&w, &s);
+                fputc('\n', stdout);
+        } else
+                print_status(stdout, &s);
+        return ret;
+}
+
+/* ---- monitor ---- */
+
+static volatile sig_atomic_t monitor_stop = 0;
+
+static void on_stop_signal(int sig) {
+        monitor_stop = 1;
+}
+
+static int on_properties_changed(sd_bus_message *m, void *userdata, sd_bus_error *e) {
+        *(bool *) userdata = true;
+        return 0;
+}
+
+static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        uint64_t interval = o->interval_usec ?: 2 * USEC_PER_SEC;
+        bool tty = isatty(STDOUT_FILENO) && !o->json, dirty = true;
+        struct sigaction sa = { .sa_handler = on_stop_signal }; /* no SA_RESTART: waits end with EINTR */
+
+        (void) sigaction(SIGINT, &sa, NULL);
+        (void) sigaction(SIGTERM, &sa, NULL);
+        (void) sigaction(SIGHUP, &sa, NULL);
+
+        while (!monitor_stop) {
+                _cleanup_(status_done) Status s = {};
+                _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+                uint64_t deadline;
+                int ret, r;
+
+                if (!bus && bus_open(&bus, &error) >= 0)
+                        /* Redraw early when figures move; the period is the fallback. */
+                        (void) sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.Properties",
+                                                   "PropertiesChanged", on_properties_changed, &dirty);
+                ret = status_get(bus, &s);
+                if (ret != KSMCTL_EXIT_OK && ret != KSMCTL_EXIT_NOT_RUNNING)
+                        return ret;
+                if (ret == KSMCTL_EXIT_NOT_RUNNING)
+                        bus = sd_bus_flush_close_unref(bus); /* a restarted bus needs a new connection */
+                if (o->json) {
+                        JsonWriter w;
+                        json_init(&w, stdout, false);
+                        json_status(&w, &s);
+                        fputc('\n', stdout);
+                } else {
+                        if (tty)
+                                fputs("\033[H\033[2J", stdout);
+                        else
+                                fputs("\n", stdout);
+                        print_status(stdout, &s);
+                }
+                fflush(stdout);
+                dirty = false;
+
+                /* PropertiesChanged comes once per tick; at most one frame per
+                 * 200 ms however often it arrives. */
+                deadline = now_usec(CLOCK_MONOTONIC) + interval;
+                usleep(200 * 1000);
+                while (!monitor_stop && !dirty) {
+                        uint64_t now = now_usec(CLOCK_MONOTONIC);
+                        if (now >= deadline)
+                                break;
+                        if (!bus) {
+                                usleep((useconds_t) MIN(deadline - now, 200 * USEC_PER_MSEC));
+                                continue;
+                        }
+                        r = sd_bus_process(bus, NULL);
+                        if (r < 0) {
+                                bus = sd_bus_flush_close_unref(bus);
+                                continue;
+                        }
+                        if (r > 0)
+                                continue;
+                        r = sd_bus_wait(bus, deadline - now);
+                        if (r < 0 && r != -EINTR)
+                                bus = sd_bus_flush_close_unref(bus);
+                }
+        }
+        if (tty)
+                fputc('\n', stdout);
+        return KSMCTL_EXIT_OK;
+}
+
+/* ---- table ---- */
+
+/* Verbs that take options after their name say .options = true; the rest
+ * get their arguments untouched. */
 static const KsmctlVerb verbs[] = {
-        { "help", 0, 0, verb_help },
+        { "help", 0, 0, verb_help, .options = false },
+        { "status", 0, 0, verb_status, .options = true },
+        { "monitor", 0, 0, verb_monitor, .options = true },
+        { "reload", 0, 0, verb_reload, .options = true },
+        { "pause", 0, 0, verb_pause, .options = true },
+        { "resume", 0, 0, verb_resume, .options = true },
+        { "set-mode", 1, 1, verb_set_mode, .options = true },
 };
 
-int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_JSON };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "json", no_argument, NULL, ARG_JSON },
-                {},
-        };
-        KsmctlOptions o = {};
-        int c;
+enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_INTERVAL };
+static const struct option options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        { "json", no_argument, NULL, ARG_JSON },
+        { "cgroups", no_argument, NULL, ARG_CGROUPS },
+        { "interval", required_argument, NULL, ARG_INTERVAL },
+        {},
+};
 
-        log_set_target(LOG_TARGET_STDERR);
-        /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
-        while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0)
+/* Returns -1 to go on, else an exit status. */
+static int parse_options(int argc, char **argv, const char *optstring, KsmctlOptions *o) {
+        int c;
+        while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -53,11 +826,32 @@ int main(int argc, char *argv[]) {
                         printf("ksmctl %s\n", PACKAGE_VERSION);
                         return KSMCTL_EXIT_OK;
                 case ARG_JSON:
-                        o.json = true;
+                        o->json = true;
+                        break;
+                case ARG_CGROUPS:
+                        o->cgroups = true;
+                        break;
+                case ARG_INTERVAL:
+                        if (parse_timespan_usec(optarg, &o->interval_usec) < 0 || o->interval_usec < 100 * USEC_PER_MSEC) {
+                                log_error("Bad --interval=%s: a time span of at least 100ms (2s, 500ms).", optarg);
+                                return KSMCTL_EXIT_USAGE;
+                        }
                         break;
                 default:
                         return KSMCTL_EXIT_USAGE;
                 }
+        return -1;
+}
+
+int main(int argc, char *argv[]) {
+        KsmctlOptions o = {};
+        int r;
+
+        log_set_target(LOG_TARGET_STDERR);
+        /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
+        r = parse_options(argc, argv, "+h", &o);
+        if (r >= 0)
+                return r;
         if (optind >= argc) {
                 help();
                 return KSMCTL_EXIT_USAGE;
@@ -65,14 +859,32 @@ int main(int argc, char *argv[]) {
         const char *name = argv[optind];
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
                 const KsmctlVerb *v = &verbs[i];
-                int n = argc - optind - 1;
+                int vargc = argc - optind;
+                char **vargv = argv + optind;
+
                 if (!streq(v->name, name))
                         continue;
+                if (v->options) {
+                        /* Options may follow the verb ("list --cgroups", "explain 42 --json"). */
+                        optind = 0;
+                        r = parse_options(vargc, vargv, "h", &o);
+                        if (r >= 0)
+                                return r;
+                        /* getopt moved the operands behind the options. */
+                        vargv += optind - 1;
+                        vargc -= optind - 1;
+                        vargv[0] = (char *) v->name;
+                }
+                int n = vargc - 1;
                 if (n < v->min_args || (v->max_args >= 0 && n > v->max_args)) {
                         log_error("Wrong number of arguments for \"%s\"; see --help.", name);
                         return KSMCTL_EXIT_USAGE;
                 }
-                return v->run(argc - optind, argv + optind, &o);
+                if (o.cgroups && !streq(v->name, "list")) {
+                        log_error("--cgroups only applies to \"list\".");
+                        return KSMCTL_EXIT_USAGE;
+                }
+                return v->run(vargc, vargv, &o);
         }
         log_error("Unknown command \"%s\"; see --help.", name);
         return KSMCTL_EXIT_USAGE;
