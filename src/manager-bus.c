@@ -243,6 +243,7 @@ static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *error
         if (!m->paused) {
                 m->paused = true;
                 note_request(m, msg, "paused: no knob or process is changed until resumed");
+                manager_bus_emit_changes(m);
         }
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -252,6 +253,7 @@ static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         if (m->paused) {
                 m->paused = false;
                 note_request(m, msg, "resumed");
+                manager_bus_emit_changes(m);
                 (void) sd_event_source_set_time_relative(m->tick_source, 0);
         }
         return sd_bus_reply_method_return(msg, NULL);
@@ -278,6 +280,7 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
                          manager_mode_to_string(m->mode));
                 m->mode = mode;
                 note_request(m, msg, what);
+                manager_bus_emit_changes(m);
                 (void) sd_event_source_set_time_relative(m->tick_source, 0);
         }
         return sd_bus_reply_method_return(msg, NULL);
@@ -294,6 +297,7 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                          "details are in the daemon's log.",
                                          m->config_path, r == -EBADMSG ? "it cannot be parsed" : strerror(-r));
         note_request(m, msg, "configuration reloaded");
+        manager_bus_emit_changes(m);
         return sd_bus_reply_method_return(msg, NULL);
 }
 

@@ -1,0 +1,251 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The bus API on a private dbus-daemon: every property and method, as root
+# and as nobody (reads allowed, changes refused with AccessDenied), malformed
+# arguments, clients that vanish mid-call, PropertiesChanged, a foreign
+# client (busctl, dbus-send, gdbus), the daemon coming up before the bus and
+# surviving a bus restart, and ksmctl's output as a user reads it.
+#
+# The daemon runs with --dry-run: it reads KSM but never writes it, so this
+# test needs no KSM lock (test-bus-pause.sh covers what pause does to knobs).
+set -u
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (to call as nobody)"; exit 77; }
+command -v dbus-daemon >/dev/null || { echo "SKIP: no dbus-daemon"; exit 77; }
+command -v busctl >/dev/null || { echo "SKIP: no busctl"; exit 77; }
+[ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
+
+. "$SOURCE_ROOT/tests/lib/private-bus.sh"
+KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl}
+MEMBERS="$SOURCE_ROOT/tests/bus/introspect-members.py"
+IFACE=org.ksmtuned2.Manager1
+tmp=$(mktemp -d)
+chmod 755 "$tmp"
+daemon_pid=
+cleanup() {
+        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        private_bus_stop
+        jobs -p | xargs -r kill -KILL 2>/dev/null
+        wait 2>/dev/null
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$tmp/daemon.log" ] && { echo "--- daemon log:" >&2; cat "$tmp/daemon.log" >&2; }; exit 1; }
+ok() { echo "ok: $*"; }
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
+prop() { busctl get-property org.ksmtuned2 /org/ksmtuned2 $IFACE "$1"; }
+# dbus-send prints the D-Bus error name, which busctl does not.
+send() { dbus-send --system --print-reply --dest=org.ksmtuned2 /org/ksmtuned2 "$IFACE.$1" "${@:2}" 2>&1; }
+wait_for() { # seconds command...
+        local n=$(( $1 * 10 )); shift
+        for _ in $(seq $n); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+        return 1
+}
+state_is() { [ "$(prop State)" = "s \"$1\"" ]; }
+
+mkdir -p "$tmp/run"
+cat > "$tmp/k.conf" <<CONF
+[Daemon]
+Interval=300ms
+RuntimeDirectory=$tmp/run
+CONF
+start_daemon() {
+        "$KSMTUNED2" --dry-run --config "$tmp/k.conf" 2>>"$tmp/daemon.log" &
+        daemon_pid=$!
+}
+
+# --- 1. The daemon starts before the bus exists: it tunes on, says so once,
+# and connects when the bus appears.
+export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$tmp/system_bus_socket"
+out=$("$KSMCTL" status 2>&1); rc=$?
+[ $rc = 3 ] || fail "ksmctl status without a bus exited $rc, want 3"
+grep -q "^ksmtuned2 is not running" <<<"$out" || fail "ksmctl status without a bus: $out"
+grep -q "^Knobs: .*run=[012]" <<<"$out" || fail "ksmctl status without a daemon does not show the kernel's knobs: $out"
+grep -q "^Counters: .*pages_sharing=" <<<"$out" || fail "no kernel counters without a daemon: $out"
+"$KSMCTL" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["daemon"]["running"] is False; assert "pages_sharing" in d["counters"]; assert isinstance(d["knobs"]["run"], int)' ||
+        fail "ksmctl status --json without a daemon"
+ok "ksmctl status without a daemon: says so, exit 3, shows the kernel's counters"
+
+start_daemon
+sleep 1.5
+kill -0 "$daemon_pid" || fail "daemon died without a bus"
+[ "$(grep -c "system bus is not reachable" "$tmp/daemon.log")" = 1 ] || fail "want one 'not reachable' line"
+private_bus_start "$tmp" || exit 1
+wait_for 20 state_is running || fail "daemon did not connect once the bus appeared"
+ok "daemon without a bus: tunes on, said so once, connected when the bus appeared"
+
+# --- 2. Introspection: busctl, a client that is not ours, sees the interface
+# exactly as --bus-introspect prints it.
+"$KSMTUNED2" --bus-introspect | "$MEMBERS" $IFACE | sort > "$tmp/want" || fail "--bus-introspect"
+busctl introspect --xml-interface org.ksmtuned2 /org/ksmtuned2 | "$MEMBERS" $IFACE | sort > "$tmp/got" ||
+        fail "busctl introspect"
+diff -u "$tmp/want" "$tmp/got" || fail "the live interface differs from --bus-introspect"
+as_nobody busctl introspect org.ksmtuned2 /org/ksmtuned2 $IFACE >/dev/null || fail "nobody cannot introspect"
+ok "busctl introspects the live object as --bus-introspect describes it ($(wc -l < "$tmp/want") members)"
+
+# --- 3. Every property is readable by root and by nobody, through Get and GetAll.
+props=$(awk '$1 == "property" { print $2 }' "$tmp/want")
+for p in $props; do
+        prop "$p" >/dev/null || fail "root cannot read $p"
+        as_nobody busctl get-property org.ksmtuned2 /org/ksmtuned2 $IFACE "$p" >/dev/null || fail "nobody cannot read $p"
+done
+as_nobody busctl call org.ksmtuned2 /org/ksmtuned2 org.freedesktop.DBus.Properties GetAll s $IFACE >/dev/null ||
+        fail "nobody cannot GetAll"
+ok "all $(wc -w <<<"$props") properties readable by root and by nobody"
+
+# The figures are the system's own.
+[ "$(prop Version)" = "s \"$("$KSMTUNED2" --version | cut -d' ' -f2)\"" ] || fail "Version $(prop Version)"
+[ "$(prop KernelRelease)" = "s \"$(uname -r)\"" ] || fail "KernelRelease $(prop KernelRelease)"
+ksmd=$(ps -eo pid=,comm= | awk '$2 == "ksmd" { print $1 }')
+[ "$(prop KsmdPID)" = "i $ksmd" ] || fail "KsmdPID $(prop KsmdPID), ksmd is $ksmd"
+memtotal=$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))
+[ "$(prop MemTotalBytes)" = "t $memtotal" ] || fail "MemTotalBytes $(prop MemTotalBytes), want $memtotal"
+[ "$(prop IntervalUSec)" = "t 300000" ] || fail "IntervalUSec $(prop IntervalUSec)"
+[ "$(prop ConfigPath)" = "s \"$tmp/k.conf\"" ] || fail "ConfigPath $(prop ConfigPath)"
+[ "$(prop DryRun)" = "b true" ] || fail "DryRun $(prop DryRun)"
+[ "$(prop Mode)" = 's "auto"' ] || fail "Mode $(prop Mode)"
+prop Features | grep -q '"ksm" true' || fail "Features lacks ksm: $(prop Features)"
+prop Knobs | grep -q '"pages_to_scan" "[0-9]*"' || fail "Knobs: $(prop Knobs)"
+prop Counters | grep -q '"full_scans" [0-9]' || fail "Counters: $(prop Counters)"
+t1=$(prop Ticks | cut -d' ' -f2); sleep 0.7; t2=$(prop Ticks | cut -d' ' -f2)
+[ "$t2" -gt "$t1" ] || fail "Ticks does not advance ($t1 -> $t2)"
+ok "properties carry the system's figures (version, kernel, ksmd pid, memory, config, ticks)"
+
+# --- 4. Changes: refused to nobody with AccessDenied, state unchanged.
+for call in "Pause" "Resume" "Reload" "SetMode string:observe"; do
+        out=$(as_nobody dbus-send --system --print-reply --dest=org.ksmtuned2 /org/ksmtuned2 $IFACE.$call 2>&1)
+        grep -q "org.freedesktop.DBus.Error.AccessDenied" <<<"$out" || fail "nobody's $call was not refused: $out"
+done
+state_is running || fail "nobody's Pause had an effect"
+[ "$(prop Mode)" = 's "auto"' ] || fail "nobody's SetMode had an effect"
+out=$(as_nobody "$KSMCTL" pause 2>&1); rc=$?
+[ $rc = 4 ] || fail "ksmctl pause as nobody exited $rc, want 4"
+grep -q "permission denied" <<<"$out" || fail "ksmctl pause as nobody said: $out"
+# Only root may own the name (systemd/org.ksmtuned2.conf).
+out=$(as_nobody dbus-send --system --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.RequestName string:org.ksmtuned2 uint32:4 2>&1)
+grep -q "AccessDenied" <<<"$out" || fail "nobody may own org.ksmtuned2: $out"
+ok "nobody: every change refused with AccessDenied (ksmctl exit 4), cannot own the name"
+
+# --- 5. Changes as root, and PropertiesChanged for them.
+gdbus monitor --system --dest org.ksmtuned2 --object-path /org/ksmtuned2 > "$tmp/signals" 2>&1 &
+monitor_pid=$!
+sleep 0.5
+send Pause >/dev/null || fail "Pause"
+state_is paused || fail "State after Pause: $(prop State)"
+prop LastDecisions | grep -q "paused.*uid 0" || fail "Pause not in LastDecisions: $(prop LastDecisions)"
+send Pause >/dev/null || fail "a second Pause is not idempotent"
+send Resume >/dev/null || fail "Resume"
+state_is running || fail "State after Resume: $(prop State)"
+for mode in observe tune-only auto; do
+        send SetMode string:$mode >/dev/null || fail "SetMode $mode"
+        [ "$(prop Mode)" = "s \"$mode\"" ] || fail "Mode after SetMode $mode: $(prop Mode)"
+done
+send Reload >/dev/null || fail "Reload"
+sleep 1
+kill "$monitor_pid"; wait "$monitor_pid" 2>/dev/null
+grep -q "PropertiesChanged.*'State': <'paused'>" "$tmp/signals" || fail "no PropertiesChanged for State: $(head -c 2000 "$tmp/signals")"
+grep -q "PropertiesChanged.*'Mode': <'observe'>" "$tmp/signals" || fail "no PropertiesChanged for Mode"
+grep -q "PropertiesChanged.*'Ticks'" "$tmp/signals" || fail "no PropertiesChanged for Ticks"
+! grep -q "PropertiesChanged.*'Version'" "$tmp/signals" || fail "a const property was sent as changed"
+ok "root: Pause/Resume/SetMode/Reload work, are logged with the caller's uid, and emit PropertiesChanged"
+
+# --- 6. Malformed calls get proper D-Bus errors, and the daemon lives on.
+expect_error() { # error-name call args...
+        local want=$1; shift
+        out=$(send "$@")
+        grep -q "$want" <<<"$out" || fail "$* answered [$out], want $want"
+}
+expect_error org.ksmtuned2.Error.InvalidMode SetMode string:bogus
+grep -q 'Unknown mode "bogus"' <<<"$out" || fail "InvalidMode message: $out"
+expect_error org.ksmtuned2.Error.InvalidMode SetMode "string:$(printf 'x\033[2Jy')"
+expect_error org.freedesktop.DBus.Error.InvalidArgs SetMode uint32:3
+expect_error org.freedesktop.DBus.Error.InvalidArgs SetMode
+expect_error org.freedesktop.DBus.Error.InvalidArgs Pause string:now
+expect_error org.freedesktop.DBus.Error.UnknownMethod Frobnicate
+out=$(busctl set-property org.ksmtuned2 /org/ksmtuned2 $IFACE PagesToScan t 5000 2>&1) &&
+        fail "a read-only property could be set"
+grep -q "is not writable" <<<"$out" || fail "setting a read-only property said: $out"
+echo "[Daemon" > "$tmp/bad.conf"; cp "$tmp/k.conf" "$tmp/k.conf.good"; cp "$tmp/bad.conf" "$tmp/k.conf"
+expect_error org.ksmtuned2.Error.ReloadFailed Reload
+grep -q "running configuration is kept" <<<"$out" || fail "ReloadFailed message: $out"
+cp "$tmp/k.conf.good" "$tmp/k.conf"
+[ "$(prop IntervalUSec)" = "t 300000" ] || fail "a failed reload changed the configuration"
+kill -0 "$daemon_pid" || fail "daemon died of malformed calls"
+ok "malformed calls: InvalidMode, InvalidArgs, UnknownMethod, read-only, ReloadFailed; daemon unharmed"
+
+# --- 7. Clients that disappear mid-call.
+for i in $(seq 20); do
+        busctl call org.ksmtuned2 /org/ksmtuned2 org.freedesktop.DBus.Properties GetAll s $IFACE >/dev/null 2>&1 &
+        p=$!
+        sleep 0.0$((i % 5))
+        kill -KILL $p 2>/dev/null
+        wait $p 2>/dev/null
+        dbus-send --system --dest=org.ksmtuned2 /org/ksmtuned2 $IFACE.Resume 2>/dev/null # no wait for the reply
+done
+kill -0 "$daemon_pid" || fail "daemon died of vanishing clients"
+state_is running || fail "daemon does not answer after vanishing clients"
+ok "20 clients killed mid-call, 20 that never wait for the reply: daemon answers on"
+
+# --- 8. ksmctl as a user reads it.
+out=$(as_nobody "$KSMCTL" status); rc=$?
+[ $rc = 0 ] || fail "ksmctl status as nobody exited $rc"
+grep -q "^ksmtuned2 .*: running, mode auto (dry run: nothing is written), every 300ms$" <<<"$out" ||
+        fail "status headline: $out"
+grep -q "^Saved: .* ([0-9]* pages sharing); general profit" <<<"$out" || fail "status savings: $out"
+grep -q "^ksmd: .*CPU [0-9.]*%, blocked on mmap_lock [0-9.]*%, elsewhere [0-9.]*% ([0-9]* samples), pid $ksmd$" <<<"$out" ||
+        fail "status ksmd line: $out"
+grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
+grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
+grep -q "^Last decisions ([0-9]* in all):" <<<"$out" || fail "status decisions: $out"
+grep -q "  admin    mode auto (was tune-only) (requested over the bus by uid 0)$" <<<"$out" ||
+        fail "status does not show the last decision: $out"
+as_nobody "$KSMCTL" status --json > "$tmp/status.json" || fail "ksmctl status --json"
+python3 - "$tmp/status.json" "$ksmd" <<'PY' || fail "ksmctl status --json content: $(cat "$tmp/status.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["daemon"]["running"] is True and d["daemon"]["mode"] == "auto" and d["daemon"]["dry_run"] is True
+assert d["daemon"]["state"] == "running" and d["daemon"]["interval_usec"] == 300000
+assert d["ksmd"]["pid"] == int(sys.argv[2]) and 0 <= d["ksmd"]["cpu_fraction"] <= 2
+assert isinstance(d["knobs"]["pages_to_scan"], int) and d["knobs"]["advisor_mode"] in ("none", "scan-time")
+assert isinstance(d["savings"]["saved_bytes"], int)
+assert d["kernel"]["features"]["ksm"] is True
+assert d["decisions"][0]["kind"] == "admin" and d["decisions"][0]["text"].startswith("configuration reloaded")
+assert any("mode auto (was tune-only)" in x["text"] for x in d["decisions"])
+PY
+"$KSMCTL" set-mode observe || fail "ksmctl set-mode observe"
+"$KSMCTL" status | grep -q "mode observe" || fail "ksmctl status after set-mode observe"
+"$KSMCTL" set-mode auto || fail "ksmctl set-mode auto"
+out=$("$KSMCTL" set-mode warp 2>&1); rc=$?
+[ $rc = 1 ] && grep -q 'Unknown mode "warp": expected auto, tune-only or observe' <<<"$out" || fail "set-mode warp: $rc $out"
+"$KSMCTL" pause && "$KSMCTL" status | grep -q ": paused, " || fail "ksmctl pause"
+"$KSMCTL" resume && "$KSMCTL" status | grep -q ": running, " || fail "ksmctl resume"
+"$KSMCTL" reload || fail "ksmctl reload"
+"$KSMCTL" status extra >/dev/null 2>&1; [ $? = 2 ] || fail "ksmctl status extra: want usage error"
+"$KSMCTL" --cgroups status >/dev/null 2>&1; [ $? = 2 ] || fail "--cgroups outside list: want usage error"
+# monitor: refreshes, one JSON object per frame, exits 0 on Ctrl-C.
+setpriv --reuid=65534 --regid=65534 --clear-groups -- "$KSMCTL" monitor --json --interval=300ms > "$tmp/monitor.json" &
+mon=$!
+sleep 2
+kill -INT $mon; wait $mon; rc=$?
+[ $rc = 0 ] || fail "ksmctl monitor exited $rc on SIGINT"
+frames=$(wc -l < "$tmp/monitor.json")
+[ "$frames" -ge 4 ] || fail "ksmctl monitor drew $frames frames in 2 s"
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/monitor.json" || fail "monitor --json lines"
+"$KSMCTL" monitor > "$tmp/monitor.txt" & mon=$!
+sleep 1; kill -TERM $mon; wait $mon; rc=$?
+[ $rc = 0 ] && grep -q "^ksmtuned2 .*: running" "$tmp/monitor.txt" || fail "ksmctl monitor (human) rc=$rc"
+ok "ksmctl: status (human, --json, as nobody), set-mode, pause, resume, reload, monitor ($frames frames, clean Ctrl-C)"
+
+# --- 9. The bus goes away and comes back: the daemon tunes on and reconnects.
+private_bus_stop
+sleep 1
+kill -0 "$daemon_pid" || fail "daemon died with the bus"
+out=$("$KSMCTL" status 2>&1); [ $? = 3 ] || fail "ksmctl status with the bus gone: $out"
+private_bus_start "$tmp" || exit 1
+wait_for 20 state_is running || fail "daemon did not reconnect to the restarted bus"
+[ "$(grep -c "Lost the system bus" "$tmp/daemon.log")" = 1 ] || fail "want one 'Lost the system bus' line"
+ok "bus restarted: daemon tuned on, said so once, reconnected"
+
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
+[ $rc = 0 ] || fail "daemon exited $rc on SIGTERM"
+echo "PASS"
