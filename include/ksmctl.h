@@ -17,6 +17,7 @@ enum {
 typedef struct KsmctlOptions {
         bool json;
         bool cgroups;                   /* list --cgroups */
+        bool all;                       /* list --all */
         uint64_t interval_usec;         /* monitor --interval= */
 } KsmctlOptions;
 

@@ -74,6 +74,7 @@ static inline int negative_errno(void) {
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
 #define isempty(s) (!(s) || !*(s))
 #define strna(s) ((s) ? (s) : "n/a")
+#define strempty(s) ((s) ? (s) : "")
 #define yes_no(b) ((b) ? "yes" : "no")
 
 #define NSEC_PER_USEC UINT64_C(1000)

@@ -30,7 +30,7 @@ static void help(void) {
                "Query and control ksmtuned2.\n\n"
                "Commands:\n"
                "  status               Savings, costs, knobs, mode and last decisions\n"
-               "  list [--cgroups]     Processes (or cgroups/VMs/units), largest savings first\n"
+               "  list [--cgroups|--all] Processes (or cgroups/VMs/units), largest savings first\n"
                "  explain PID          Why the daemon treats PID as it does\n"
                "  monitor              Status, refreshed live until Ctrl-C\n"
                "  reload               Re-read the configuration and policies (root)\n"
@@ -43,6 +43,7 @@ static void help(void) {
                "     --version         Show the version\n"
                "     --json            JSON output for read commands\n"
                "     --cgroups         With list: one line per cgroup, VM or unit\n"
+               "     --all             With list: every process, not only those KSM concerns\n"
                "     --interval=TIME   With monitor: refresh period (default 2s)\n",
                program_invocation_short_name);
 }
@@ -708,6 +709,352 @@ static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
         return ret;
 }
 
+
+/* ---- list, explain ---- */
+
+static uint64_t page_size(void) {
+        long p = sysconf(_SC_PAGESIZE);
+        return p > 0 ? (uint64_t) p : 4096;
+}
+
+static const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
+        if (v >= 0)
+                return format_bytes(buf, n, (uint64_t) v);
+        buf[0] = '-';
+        format_bytes(buf + 1, n - 1, (uint64_t) -v);
+        return buf;
+}
+
+/* The most telling name of where a process lives: its VM, else its unit,
+ * else its cgroup path. */
+static const char *where(const char *cgroup, const char *unit, const char *vm, char *buf, size_t n) {
+        if (!isempty(vm))
+                snprintf(buf, n, "vm:%s", vm);
+        else if (!isempty(unit))
+                snprintf(buf, n, "%s", unit);
+        else
+                snprintf(buf, n, "/%s", strempty(cgroup));
+        return buf;
+}
+
+static int call_list(const char *method, sd_bus_message **ret_reply) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = bus_open(&bus, &error);
+        if (r < 0) {
+                log_error("ksmtuned2 is not running: %s", error.message);
+                return KSMCTL_EXIT_NOT_RUNNING;
+        }
+        r = bus_call(bus, BUS_INTERFACE, method, &error, ret_reply, NULL);
+        if (r < 0)
+                return exit_for_error(&error, r, "list");
+        return KSMCTL_EXIT_OK;
+}
+
+static int list_processes(const KsmctlOptions *o) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *comm, *cgroup, *unit, *vm, *policy, *verdict, *method, *reason;
+        uint64_t pages, total_pages = 0, shown = 0, all = 0;
+        int32_t pid;
+        int64_t profit;
+        int merging, r;
+        JsonWriter w;
+
+        r = call_list("ListProcesses", &reply);
+        if (r != KSMCTL_EXIT_OK)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(isssssssbtxs)");
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        if (o->json) {
+                json_init(&w, stdout, true);
+                json_begin_array(&w);
+        } else
+                printf("%-8s %-16s %10s %10s %-12s %-8s %-3s %s\n", "PID", "COMM", "MERGED", "PROFIT", "VERDICT",
+                       "METHOD", "ON", "WHERE  POLICY");
+        while ((r = sd_bus_message_read(reply, "(isssssssbtxs)", &pid, &comm, &cgroup, &unit, &vm, &policy, &verdict,
+                                        &method, &merging, &pages, &profit, &reason)) > 0) {
+                char a[32], b[40], place[512];
+
+                all++;
+                total_pages += pages;
+                /* By default only what the daemon or KSM is involved in. */
+                if (!o->all && pages == 0 && !merging && (streq(verdict, "leave-alone") || streq(verdict, "unclassified")))
+                        continue;
+                shown++;
+                if (o->json) {
+                        json_begin_object(&w);
+                        json_kv_i64(&w, "pid", pid);
+                        json_kv_string(&w, "comm", comm);
+                        json_kv_string(&w, "cgroup", cgroup);
+                        json_kv_string(&w, "unit", isempty(unit) ? NULL : unit);
+                        json_kv_string(&w, "vm", isempty(vm) ? NULL : vm);
+                        json_kv_string(&w, "policy", isempty(policy) ? NULL : policy);
+                        json_kv_string(&w, "verdict", verdict);
+                        json_kv_string(&w, "method", isempty(method) ? NULL : method);
+                        json_kv_string(&w, "reason", reason);
+                        json_kv_bool(&w, "merging", merging);
+                        json_kv_u64(&w, "merging_pages", pages);
+                        json_kv_u64(&w, "merging_bytes", pages * page_size());
+                        json_kv_i64(&w, "profit_bytes", profit);
+                        json_end_object(&w);
+                        continue;
+                }
+                _cleanup_free_ char *c = cescape(comm);
+                printf("%-8" PRIi32 " %-16s %10s %10s %-12s %-8s %-3s %s%s%s\n", pid, strna(c),
+                       format_bytes(a, sizeof a, pages * page_size()), format_signed_bytes(b, sizeof b, profit),
+                       verdict, isempty(method) ? "-" : method, merging ? "yes" : "no",
+                       where(cgroup, unit, vm, place, sizeof place), isempty(policy) ? "" : "  ", policy);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        if (o->json) {
+                json_end_array(&w);
+                fputc('\n', stdout);
+        } else {
+                char t[32];
+                printf("\n%" PRIu64 " of %" PRIu64 " processes shown%s; %s merging in all.\n", shown, all,
+                       o->all ? "" : " (--all for every one)", format_bytes(t, sizeof t, total_pages * page_size()));
+        }
+        return KSMCTL_EXIT_OK;
+}
+
+static int list_cgroups(const KsmctlOptions *o) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const char *cgroup, *unit, *vm;
+        uint32_t processes;
+        uint64_t pages;
+        int64_t profit;
+        size_t n = 0;
+        JsonWriter w;
+        int r;
+
+        r = call_list("ListCgroups", &reply);
+        if (r != KSMCTL_EXIT_OK)
+                return r;
+        r = sd_bus_message_enter_container(reply, 'a', "(sssutx)");
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        if (o->json) {
+                json_init(&w, stdout, true);
+                json_begin_array(&w);
+        } else
+                printf("%10s %10s %6s  %-24s %s\n", "MERGED", "PROFIT", "PROCS", "VM/UNIT", "CGROUP");
+        while ((r = sd_bus_message_read(reply, "(sssutx)", &cgroup, &unit, &vm, &processes, &pages, &profit)) > 0) {
+                char a[32], b[40], name[256];
+                n++;
+                if (o->json) {
+                        json_begin_object(&w);
+                        json_kv_string(&w, "cgroup", cgroup);
+                        json_kv_string(&w, "unit", isempty(unit) ? NULL : unit);
+                        json_kv_string(&w, "vm", isempty(vm) ? NULL : vm);
+                        json_kv_u64(&w, "processes", processes);
+                        json_kv_u64(&w, "merging_pages", pages);
+                        json_kv_u64(&w, "merging_bytes", pages * page_size());
+                        json_kv_i64(&w, "profit_bytes", profit);
+                        json_end_object(&w);
+                        continue;
+                }
+                if (!isempty(vm))
+                        snprintf(name, sizeof name, "vm:%s", vm);
+                else
+                        snprintf(name, sizeof name, "%s", isempty(unit) ? "-" : unit);
+                printf("%10s %10s %6" PRIu32 "  %-24s /%s\n", format_bytes(a, sizeof a, pages * page_size()),
+                       format_signed_bytes(b, sizeof b, profit), processes, name, cgroup);
+        }
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        if (o->json) {
+                json_end_array(&w);
+                fputc('\n', stdout);
+        } else
+                printf("\n%zu cgroup%s.\n", n, n == 1 ? "" : "s");
+        return KSMCTL_EXIT_OK;
+}
+
+static int verb_list(int argc, char **argv, const KsmctlOptions *o) {
+        return o->cgroups ? list_cgroups(o) : list_processes(o);
+}
+
+/* Explain's a{sv}: every value is a basic type; kept in the daemon's order. */
+typedef struct Fact {
+        char *key;
+        char type;
+        char *s;
+        int64_t i;
+        uint64_t u;
+} Fact;
+
+static void facts_free(Fact **f) {
+        for (Fact *p = *f; p && p->key; p++) {
+                free(p->key);
+                free(p->s);
+        }
+        free(*f);
+}
+
+static const Fact *fact(const Fact *f, const char *key) {
+        for (; f && f->key; f++)
+                if (streq(f->key, key))
+                        return f;
+        return NULL;
+}
+
+static const char *fact_s(const Fact *f, const char *key) {
+        const Fact *x = fact(f, key);
+        return x && x->s ? x->s : "";
+}
+
+static int64_t fact_i(const Fact *f, const char *key) {
+        const Fact *x = fact(f, key);
+        return x ? x->i : 0;
+}
+
+static int read_facts(sd_bus_message *m, Fact **ret) {
+        Fact *f = NULL;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *key, *contents;
+                char type;
+                Fact *g = reallocarray(f, n + 2, sizeof *f);
+                if (!g)
+                        return facts_free(&f), -ENOMEM;
+                f = g;
+                f[n + 1] = (Fact) {};
+                f[n] = (Fact) {};
+                r = sd_bus_message_read(m, "s", &key);
+                if (r >= 0)
+                        r = sd_bus_message_peek_type(m, NULL, &contents);
+                if (r < 0)
+                        break;
+                f[n].key = strdup(key);
+                type = f[n].type = contents[0];
+                r = sd_bus_message_enter_container(m, 'v', contents);
+                if (r < 0)
+                        break;
+                if (type == 's') {
+                        const char *v;
+                        r = sd_bus_message_read_basic(m, 's', &v);
+                        if (r > 0)
+                                f[n].s = strdup(v);
+                } else if (type == 'b' || type == 'i') {
+                        int32_t v;
+                        r = sd_bus_message_read_basic(m, type, &v);
+                        f[n].i = v;
+                } else if (type == 'u') {
+                        uint32_t v;
+                        r = sd_bus_message_read_basic(m, 'u', &v);
+                        f[n].i = v;
+                } else if (type == 't' || type == 'x') {
+                        uint64_t v;
+                        r = sd_bus_message_read_basic(m, type, &v);
+                        f[n].u = v;
+                        f[n].i = (int64_t) v;
+                } else
+                        r = sd_bus_message_skip(m, contents);
+                n++;
+                if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0 || (r = sd_bus_message_exit_container(m)) < 0)
+                        break;
+        }
+        if (r < 0) {
+                facts_free(&f);
+                return r;
+        }
+        *ret = f;
+        return sd_bus_message_exit_container(m);
+}
+
+static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_(facts_free) Fact *f = NULL;
+        unsigned pid;
+        int r;
+
+        if (safe_atou(argv[1], &pid) < 0 || pid == 0 || pid > INT32_MAX) {
+                log_error("\"%s\" is not a pid.", argv[1]);
+                return KSMCTL_EXIT_USAGE;
+        }
+        r = bus_open(&bus, &error);
+        if (r < 0) {
+                log_error("ksmtuned2 is not running: %s", error.message);
+                return KSMCTL_EXIT_NOT_RUNNING;
+        }
+        r = bus_call(bus, BUS_INTERFACE, "Explain", &error, &reply, "u", (uint32_t) pid);
+        if (r < 0)
+                return exit_for_error(&error, r, "explain");
+        r = read_facts(reply, &f);
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+
+        if (o->json) {
+                JsonWriter w;
+                json_init(&w, stdout, true);
+                json_begin_object(&w);
+                for (const Fact *x = f; x->key; x++) {
+                        json_key(&w, x->key);
+                        switch (x->type) {
+                        case 's':
+                                json_string(&w, x->s);
+                                break;
+                        case 'b':
+                                json_bool(&w, x->i);
+                                break;
+                        case 't':
+                                json_u64(&w, x->u);
+                                break;
+                        case 'i':
+                        case 'u':
+                        case 'x':
+                                json_i64(&w, x->i);
+                                break;
+                        default:
+                                json_null(&w);
+                        }
+                }
+                json_end_object(&w);
+                fputc('\n', stdout);
+                return KSMCTL_EXIT_OK;
+        }
+
+        char a[32], b[40], c[32];
+        _cleanup_free_ char *comm = cescape(fact_s(f, "comm"));
+        int64_t merging = fact_i(f, "merging");
+        printf("pid %" PRIi64 " (%s), uid %" PRIi64 "%s%s\n", fact_i(f, "pid"), strna(comm), fact_i(f, "uid"),
+               *fact_s(f, "exe") ? ", " : "", fact_s(f, "exe"));
+        if (fact_i(f, "kernel_thread"))
+                printf("  a kernel thread: KSM never applies.\n");
+        printf("  %-9s/%s", "cgroup:", fact_s(f, "cgroup"));
+        if (*fact_s(f, "vm"))
+                printf("  (VM %s)", fact_s(f, "vm"));
+        else if (*fact_s(f, "unit"))
+                printf("  (unit %s)", fact_s(f, "unit"));
+        printf("\n  %-9s%s", "verdict:", fact_s(f, "verdict"));
+        if (*fact_s(f, "method"))
+                printf(", method %s", fact_s(f, "method"));
+        if (fact_i(f, "always"))
+                printf(", always (never excluded by the controller)");
+        printf("\n  %-9s%s\n", "policy:", *fact_s(f, "policy") ? fact_s(f, "policy") : "none matched");
+        if (*fact_s(f, "reason"))
+                printf("  %-9s%s\n", "because:", fact_s(f, "reason"));
+        printf("  %-9s%s, %" PRIi64 " pages (%s), profit %s; anon RSS %s\n", "merging:",
+               merging > 0 ? "on" : merging == 0 ? "off" : "not known yet", fact_i(f, "merging_pages"),
+               format_bytes(a, sizeof a, (uint64_t) fact_i(f, "merging_pages") * page_size()),
+               format_signed_bytes(b, sizeof b, fact_i(f, "profit_bytes")),
+               format_bytes(c, sizeof c, (uint64_t) fact_i(f, "rss_anon_bytes")));
+        if (fact_i(f, "slow"))
+                printf("  reading its memory map overran the deadline: its mmap_lock is contended.\n");
+        return KSMCTL_EXIT_OK;
+}
+
 /* ---- monitor ---- */
 
 static volatile sig_atomic_t monitor_stop = 0;
@@ -797,6 +1144,8 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
 static const KsmctlVerb verbs[] = {
         { "help", 0, 0, verb_help, .options = false },
         { "status", 0, 0, verb_status, .options = true },
+        { "list", 0, 0, verb_list, .options = true },
+        { "explain", 1, 1, verb_explain, .options = true },
         { "monitor", 0, 0, verb_monitor, .options = true },
         { "reload", 0, 0, verb_reload, .options = true },
         { "pause", 0, 0, verb_pause, .options = true },
@@ -804,12 +1153,13 @@ static const KsmctlVerb verbs[] = {
         { "set-mode", 1, 1, verb_set_mode, .options = true },
 };
 
-enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_INTERVAL };
+enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL };
 static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
         { "json", no_argument, NULL, ARG_JSON },
         { "cgroups", no_argument, NULL, ARG_CGROUPS },
+        { "all", no_argument, NULL, ARG_ALL },
         { "interval", required_argument, NULL, ARG_INTERVAL },
         {},
 };
@@ -830,6 +1180,9 @@ static int parse_options(int argc, char **argv, const char *optstring, KsmctlOpt
                         break;
                 case ARG_CGROUPS:
                         o->cgroups = true;
+                        break;
+                case ARG_ALL:
+                        o->all = true;
                         break;
                 case ARG_INTERVAL:
                         if (parse_timespan_usec(optarg, &o->interval_usec) < 0 || o->interval_usec < 100 * USEC_PER_MSEC) {
@@ -880,8 +1233,8 @@ int main(int argc, char *argv[]) {
                         log_error("Wrong number of arguments for \"%s\"; see --help.", name);
                         return KSMCTL_EXIT_USAGE;
                 }
-                if (o.cgroups && !streq(v->name, "list")) {
-                        log_error("--cgroups only applies to \"list\".");
+                if ((o.cgroups || o.all) && !streq(v->name, "list")) {
+                        log_error("--cgroups and --all only apply to \"list\".");
                         return KSMCTL_EXIT_USAGE;
                 }
                 return v->run(vargc, vargv, &o);

@@ -19,6 +19,7 @@
 #include "bus-api.h"
 #include "log.h"
 #include "manager-bus.h"
+#include "savings.h"
 #include "util.h"
 
 #define RETRY_MIN_USEC (1 * USEC_PER_SEC)
@@ -186,6 +187,16 @@ GETTER(property_get_ksmd_wait_samples) {
         return sd_bus_message_append(reply, "t", m->snapshot.ksmd_waits.samples);
 }
 
+/* Processes a policy took a position on (merge, wait, don't merge). */
+GETTER(property_get_managed_processes) {
+        Manager *m = userdata;
+        DiscoveryStatus st = {};
+        if (m->discovery)
+                discovery_get_status(m->discovery, &st);
+        return sd_bus_message_append(reply, "u", (uint32_t) (st.verdicts[VERDICT_MERGE] + st.verdicts[VERDICT_WAIT] +
+                                                             st.verdicts[VERDICT_DONT_MERGE]));
+}
+
 GETTER(property_get_mem) {
         const Manager *m = userdata;
         const Meminfo *mi = &m->snapshot.mem;
@@ -301,6 +312,144 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(msg, NULL);
 }
 
+
+/* ---- processes ---- */
+
+static const ProcessTable *manager_processes(const Manager *m) {
+        return m->discovery ? discovery_processes(m->discovery) : NULL;
+}
+
+static void format_policy(char *buf, size_t n, const Process *p) {
+        if (p->have_verdict && p->verdict.policy_file[0])
+                snprintf(buf, n, "%s:%u", p->verdict.policy_file, p->verdict.policy_line);
+        else
+                buf[0] = 0;
+}
+
+static const char *process_verdict(const Process *p) {
+        return p->have_verdict ? verdict_action_to_string(p->verdict.action) : "unclassified";
+}
+
+static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ const Process **list = NULL;
+        const ProcessTable *t = manager_processes(userdata);
+        size_t n = 0;
+        int r;
+
+        if (t) {
+                r = savings_sorted_processes(t, &list, &n);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(isssssssbtxs)");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                const Process *p = list[i];
+                char policy[VERDICT_POLICY_MAX + 16];
+
+                format_policy(policy, sizeof policy, p);
+                r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) p->pid, p->comm, strempty(p->cgroup),
+                                          strempty(p->unit), strempty(p->vm_name), policy, process_verdict(p),
+                                          p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
+                                          process_merging_enabled(p) > 0, p->ksm_merging_pages,
+                                          process_profit_bytes(p), p->have_verdict ? p->verdict.reason : "");
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(savings_table_done) SavingsTable s = {};
+        const ProcessTable *t = manager_processes(userdata);
+        int r;
+
+        if (t) {
+                r = savings_by_cgroup(t, &s);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sssutx)");
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < s.n; i++) {
+                const CgroupSavings *c = &s.items[i];
+                r = sd_bus_message_append(reply, "(sssutx)", strempty(c->cgroup), strempty(c->unit),
+                                          strempty(c->vm_name), (uint32_t) c->processes, c->merging_pages,
+                                          c->profit_bytes);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        const ProcessTable *t = manager_processes(m);
+        const Process *p;
+        char policy[VERDICT_POLICY_MAX + 16];
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_read(msg, "u", &pid);
+        if (r < 0)
+                return r;
+        if (pid == 0 || pid > INT32_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%" PRIu32 " is not a pid.", pid);
+        p = t ? process_table_get(t, (int) pid) : NULL;
+        if (!p) {
+                _cleanup_close_ int fd = -EBADF;
+                if (root_open_pid_dir(m->root, (int) pid, &fd) < 0)
+                        return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_PROCESS, "No process with pid %" PRIu32 ".", pid);
+                return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_PROCESS,
+                                         "Process %" PRIu32 " is not known to ksmtuned2 yet (it appears at the "
+                                         "next scan).", pid);
+        }
+        format_policy(policy, sizeof policy, p);
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(reply, "a{sv}", 18,
+                                  "pid", "i", (int32_t) p->pid,
+                                  "comm", "s", p->comm,
+                                  "exe", "s", strempty(p->exe),
+                                  "uid", "u", (uint32_t) p->uid,
+                                  "cgroup", "s", strempty(p->cgroup),
+                                  "unit", "s", strempty(p->unit),
+                                  "vm", "s", strempty(p->vm_name),
+                                  "kernel_thread", "b", p->kthread,
+                                  "rss_anon_bytes", "t", p->rss_anon_kib * 1024,
+                                  "verdict", "s", process_verdict(p),
+                                  "method", "s", p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
+                                  "always", "b", p->have_verdict && p->verdict.always,
+                                  "policy", "s", policy,
+                                  "reason", "s", p->have_verdict ? p->verdict.reason : "",
+                                  "merging", "i", (int32_t) process_merging_enabled(p),
+                                  "merging_pages", "t", p->ksm_merging_pages,
+                                  "profit_bytes", "x", process_profit_bytes(p),
+                                  "slow", "b", p->slow);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -326,6 +475,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("KsmdBlockedOtherFraction", "d", property_get_ksmd_blocked, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("KsmdWaitSamples", "t", property_get_ksmd_wait_samples, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ManagedProcesses", "u", property_get_managed_processes, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("MemTotalBytes", "t", property_get_mem, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("MemAvailableBytes", "t", property_get_mem, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("LastDecisions", "a(tss)", property_get_last_decisions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -335,6 +486,12 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("Pause", "", "", method_pause, 0),
         SD_BUS_METHOD("Resume", "", "", method_resume, 0),
         SD_BUS_METHOD_WITH_NAMES("SetMode", "s", SD_BUS_PARAM(mode), "", , method_set_mode, 0),
+        SD_BUS_METHOD_WITH_NAMES("ListProcesses", "", , "a(isssssssbtxs)", SD_BUS_PARAM(processes),
+                                 method_list_processes, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListCgroups", "", , "a(sssutx)", SD_BUS_PARAM(cgroups), method_list_cgroups,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Explain", "u", SD_BUS_PARAM(pid), "a{sv}", SD_BUS_PARAM(facts), method_explain,
+                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 

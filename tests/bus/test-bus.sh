@@ -23,6 +23,7 @@ chmod 755 "$tmp"
 daemon_pid=
 cleanup() {
         [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        [ -n "${WORKLOAD_PID:-}" ] && kill -KILL "$WORKLOAD_PID" 2>/dev/null
         private_bus_stop
         jobs -p | xargs -r kill -KILL 2>/dev/null
         wait 2>/dev/null
@@ -42,12 +43,25 @@ wait_for() { # seconds command...
 }
 state_is() { [ "$(prop State)" = "s \"$1\"" ]; }
 
-mkdir -p "$tmp/run"
+mkdir -p "$tmp/run" "$tmp/policy.d"
 cat > "$tmp/k.conf" <<CONF
 [Daemon]
 Interval=300ms
 RuntimeDirectory=$tmp/run
+PolicyDirectories=$tmp/policy.d
 CONF
+cat > "$tmp/policy.d/50-test.policy" <<POLICY
+# A process of this test's own, never touched (Method=none).
+[Match]
+Exe=$KSM_WORKLOAD
+[Merge]
+Mode=auto
+Method=none
+POLICY
+# Nothing is marked mergeable (--merge none), so no ksmd run by anyone else
+# can merge it and disturb their figures.
+coproc WORKLOAD { exec "$KSM_WORKLOAD" --merge none --unique 16 --copies 1; }
+read -r _ wl_pid _ <&"${WORKLOAD[0]}" || fail "ksm-workload did not start"
 start_daemon() {
         "$KSMTUNED2" --dry-run --config "$tmp/k.conf" 2>>"$tmp/daemon.log" &
         daemon_pid=$!
@@ -235,6 +249,56 @@ python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/m
 sleep 1; kill -TERM $mon; wait $mon; rc=$?
 [ $rc = 0 ] && grep -q "^ksmtuned2 .*: running" "$tmp/monitor.txt" || fail "ksmctl monitor (human) rc=$rc"
 ok "ksmctl: status (human, --json, as nobody), set-mode, pause, resume, reload, monitor ($frames frames, clean Ctrl-C)"
+
+# --- 8b. Processes: list, list --cgroups, explain, as nobody too.
+wait_for 10 sh -c "'$KSMCTL' list | grep -q '^$wl_pid '" || fail "ksmctl list lacks the test workload: $("$KSMCTL" list)"
+out=$(as_nobody "$KSMCTL" list) || fail "ksmctl list as nobody"
+grep -q "^$wl_pid  *ksm-workload  *0 B  *0 B merge  *none  *no  /.*  $tmp/policy.d/50-test.policy:2$" <<<"$out" ||
+        fail "ksmctl list line for the workload: $out"
+grep -q "^PID  *COMM  *MERGED  *PROFIT  *VERDICT  *METHOD  *ON  *WHERE  POLICY$" <<<"$out" || fail "list header: $out"
+grep -q "^[0-9]* of [0-9]* processes shown (--all for every one); .* merging in all.$" <<<"$out" || fail "list footer: $out"
+[ "$("$KSMCTL" list --all | wc -l)" -gt "$(wc -l <<<"$out")" ] || fail "list --all shows no more than list"
+"$KSMCTL" list --json | python3 -c '
+import json, sys
+procs = json.load(sys.stdin)
+wl = [p for p in procs if p["pid"] == int(sys.argv[1])]
+assert len(wl) == 1, procs
+wl = wl[0]
+assert wl["comm"] == "ksm-workload" and wl["verdict"] == "merge" and wl["method"] == "none" and wl["merging"] is False
+assert wl["policy"].endswith("50-test.policy:2") and isinstance(wl["merging_pages"], int)
+pages = [p["merging_pages"] for p in procs]
+assert pages == sorted(pages, reverse=True), "not largest first"
+' "$wl_pid" || fail "ksmctl list --json"
+out=$(as_nobody "$KSMCTL" list --cgroups) || fail "ksmctl list --cgroups"
+grep -q "^ *MERGED  *PROFIT  *PROCS  *VM/UNIT  *CGROUP$" <<<"$out" || fail "list --cgroups header: $out"
+mycg=$(sed -n 's/^0:://p' /proc/$wl_pid/cgroup)
+"$KSMCTL" list --cgroups --json | python3 -c '
+import json, sys
+cgs = json.load(sys.stdin)
+assert any("/" + c["cgroup"] == sys.argv[1] and c["processes"] >= 1 for c in cgs), (sys.argv[1], cgs)
+pages = [c["merging_pages"] for c in cgs]
+assert pages == sorted(pages, reverse=True)
+' "$mycg" || fail "ksmctl list --cgroups --json"
+out=$(as_nobody "$KSMCTL" explain $wl_pid) || fail "ksmctl explain as nobody"
+grep -q "^pid $wl_pid (ksm-workload), uid 0, $KSM_WORKLOAD$" <<<"$out" || fail "explain headline: $out"
+grep -q "^  verdict: merge, method none$" <<<"$out" || fail "explain verdict: $out"
+grep -q "^  policy:  $tmp/policy.d/50-test.policy:2$" <<<"$out" || fail "explain policy: $out"
+grep -q "^  because: Mode=auto" <<<"$out" || fail "explain reason: $out"
+"$KSMCTL" explain $wl_pid --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["pid"] == int(sys.argv[1]) and d["verdict"] == "merge" and d["rss_anon_bytes"] > 0 and d["kernel_thread"] is False
+' "$wl_pid" || fail "ksmctl explain --json"
+out=$("$KSMCTL" explain 999999999 2>&1); rc=$?
+[ $rc = 5 ] && grep -q "No process with pid 999999999" <<<"$out" || fail "explain of a missing pid: $rc $out"
+out=$("$KSMCTL" explain 12abc 2>&1); [ $? = 2 ] || fail "explain 12abc: $out"
+expect_error org.ksmtuned2.Error.NoSuchProcess Explain uint32:999999999
+expect_error org.freedesktop.DBus.Error.InvalidArgs Explain uint32:0
+expect_error org.freedesktop.DBus.Error.InvalidArgs Explain string:1
+[ "$(prop ManagedProcesses | cut -d' ' -f2)" -ge 1 ] || fail "ManagedProcesses $(prop ManagedProcesses)"
+busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE ListProcesses | grep -q "\"ksm-workload\"" || fail "busctl ListProcesses"
+as_nobody busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE ListCgroups >/dev/null || fail "busctl ListCgroups as nobody"
+ok "ksmctl list (--all, --json), list --cgroups (--json), explain (--json, missing pid exit 5), as nobody too"
 
 # --- 9. The bus goes away and comes back: the daemon tunes on and reconnects.
 private_bus_stop

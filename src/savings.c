@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "savings.h"
+#include "util.h"
+
+static int compare_processes(const void *a, const void *b) {
+        const Process *x = *(const Process *const *) a, *y = *(const Process *const *) b;
+        if (x->ksm_merging_pages != y->ksm_merging_pages)
+                return x->ksm_merging_pages > y->ksm_merging_pages ? -1 : 1;
+        if (process_profit_bytes(x) != process_profit_bytes(y))
+                return process_profit_bytes(x) > process_profit_bytes(y) ? -1 : 1;
+        return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+int savings_sorted_processes(const ProcessTable *t, const Process ***ret, size_t *ret_n) {
+        _cleanup_free_ const Process **list = NULL;
+        const Process *p;
+        size_t n = 0;
+
+        list = calloc(process_table_size(t) + 1, sizeof *list);
+        if (!list)
+                return -ENOMEM;
+        PROCESS_TABLE_FOREACH(p, t, i)
+                if (!p->kthread)
+                        list[n++] = p;
+        qsort(list, n, sizeof *list, compare_processes);
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        return 0;
+}
+
+static int compare_cgroups(const void *a, const void *b) {
+        const CgroupSavings *x = a, *y = b;
+        if (x->merging_pages != y->merging_pages)
+                return x->merging_pages > y->merging_pages ? -1 : 1;
+        if (x->profit_bytes != y->profit_bytes)
+                return x->profit_bytes > y->profit_bytes ? -1 : 1;
+        return strcmp(x->cgroup ?: "", y->cgroup ?: "");
+}
+
+static bool same_cgroup(const char *a, const char *b) {
+        return (!a && !b) || (a && b && streq(a, b));
+}
+
+int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret) {
+        SavingsTable s = {};
+        const Process *p;
+
+        s.items = calloc(process_table_size(t) + 1, sizeof *s.items);
+        if (!s.items)
+                return -ENOMEM;
+        /* Quadratic in cgroups, linear in processes: hosts have hundreds of
+         * cgroups at most, and this runs once per tick or call. */
+        PROCESS_TABLE_FOREACH(p, t, i) {
+                CgroupSavings *c = NULL;
+                if (p->kthread)
+                        continue;
+                for (size_t j = 0; j < s.n && !c; j++)
+                        if (same_cgroup(s.items[j].cgroup, p->cgroup))
+                                c = &s.items[j];
+                if (!c) {
+                        c = &s.items[s.n];
+                        if (p->cgroup && !(c->cgroup = strdup(p->cgroup))) {
+                                savings_table_done(&s);
+                                return -ENOMEM;
+                        }
+                        c->unit = p->unit;
+                        c->vm_name = p->vm_name;
+                        s.n++;
+                }
+                c->processes++;
+                c->merging_pages += p->ksm_merging_pages;
+                c->profit_bytes += process_profit_bytes(p);
+        }
+        qsort(s.items, s.n, sizeof *s.items, compare_cgroups);
+        *ret = s;
+        return 0;
+}
+
+void savings_table_done(SavingsTable *s) {
+        for (size_t i = 0; i < s->n; i++)
+                free(s->items[i].cgroup);
+        free(s->items);
+        *s = (SavingsTable) {};
+}
