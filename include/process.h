@@ -76,6 +76,7 @@ typedef struct Process {
         bool have_verdict;
         Verdict verdict;
         uint64_t verdict_usec;          /* CLOCK_MONOTONIC when the verdict was reached */
+        bool verdict_logged;            /* announced at info level (once it outlived a tick) */
         uint64_t action_planned_usec;   /* CLOCK_MONOTONIC of the last ProcessAction planned, 0 none */
 } Process;
 

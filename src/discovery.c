@@ -148,17 +148,33 @@ static void classify_one(Discovery *d, Process *p) {
                 (void) mm_reader_queue(d->reader, MM_READ_CMDLINE, p->pid, p->start_time_ticks);
         if (!changed)
                 return;
-        if (v.action == VERDICT_LEAVE_ALONE) {
-                log_debug("pid %d (%s): %s: %s", p->pid, p->comm, verdict_action_to_string(v.action), v.reason);
-                return;
+        /* Announced at info level only once the process outlived a tick
+         * (announce_verdict): a fork-per-connection server under a policy
+         * would otherwise log a line per connection. */
+        p->verdict_logged = false;
+        if (log_get_max_level() >= LOG_DEBUG) {
+                _cleanup_free_ char *comm = cescape(p->comm);
+                if (v.action == VERDICT_LEAVE_ALONE)
+                        log_debug("pid %d (%s): %s: %s", p->pid, strna(comm), verdict_action_to_string(v.action),
+                                  v.reason);
+                else
+                        log_debug("pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm),
+                                  verdict_action_to_string(v.action), v.policy_file, v.policy_line, v.reason);
         }
+}
+
+static void announce_verdict(Discovery *d, Process *p) {
+        if (!p->have_verdict || p->verdict_logged || p->verdict.action == VERDICT_LEAVE_ALONE ||
+            p->verdict.action == VERDICT_WAIT)
+                return;
+        p->verdict_logged = true;
         _cleanup_free_ char *comm = cescape(p->comm);
-        int level = v.action == VERDICT_WAIT ? LOG_DEBUG : LOG_INFO;
-        log_full(level, "pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm), verdict_action_to_string(v.action),
-                 v.policy_file, v.policy_line, v.reason);
-        if (d->opts.decisions && level == LOG_INFO)
+        const Verdict *v = &p->verdict;
+        log_info("pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm), verdict_action_to_string(v->action),
+                 v->policy_file, v->policy_line, v->reason);
+        if (d->opts.decisions)
                 decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm),
-                                 verdict_action_to_string(v.action), v.policy_file, v.policy_line, v.reason);
+                                 verdict_action_to_string(v->action), v->policy_file, v->policy_line, v->reason);
 }
 
 /* Reads the facts of pid into the table and classifies it. 0 when the
@@ -498,6 +514,7 @@ int discovery_tick(Discovery *d, Plan *plan) {
                         }
 
         PROCESS_TABLE_FOREACH(p, d->table, i) {
+                announce_verdict(d, p);
                 if (wants_ksm_stat(p) && !(p->slow && now - p->slow_since_usec < SLOW_BACKOFF_USEC)) {
                         r = mm_reader_queue(d->reader, MM_READ_KSM_STAT, p->pid, p->start_time_ticks);
                         if (r == -ENOMEM)

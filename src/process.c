@@ -81,10 +81,10 @@ int process_read_facts(const Root *root, int pid, Process *p) {
                 return r == -ENOENT ? -ESRCH : r;
         bool kthread = proc_stat_is_kthread(&st);
         if (!kthread) {
+                /* Without status there is no uid: better unknown than root. */
                 r = procfs_read_status(dfd, &status);
-                if (r == -ENOMEM || r == -ESRCH)
+                if (r < 0)
                         return r;
-                /* a zombie has no Vm lines and some fields empty; keep going */
                 r = read_exe(dfd, &exe);
                 if (r == -ENOMEM)
                         return r;
