@@ -109,6 +109,9 @@ typedef struct Config {
         uint64_t ksmd_sample_interval_usec; /* KsmdSampleInterval= */
 
         TuningConfig tuning;            /* [Tuning] */
+
+        /* [Metrics] */
+        char *metrics_textfile;         /* TextfilePath=: NULL or "" writes none */
 } Config;
 
 void config_init_defaults(Config *c);

@@ -29,7 +29,3 @@ int snapshot_collect(const Root *root, int ksmd_pid, KsmdSampler *sampler, Snaps
 /* Bytes saved by KSM, estimated from pages_sharing (what `ksmctl status`
  * calls "saved"); general_profit subtracts rmap_item overhead. */
 uint64_t snapshot_saved_bytes(const Snapshot *s, uint64_t page_size);
-
-/* ksmd's CPU use between two snapshots as a fraction of one CPU (schedstat
- * delta over wall time), 0 when either lacks ksmd or no time passed. */
-double snapshot_ksmd_cpu_fraction(const Snapshot *previous, const Snapshot *current);

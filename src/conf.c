@@ -71,6 +71,7 @@ const ConfItem config_table[] = {
         ITEM("Tuning", "ExcludeMaxMergingPages", conf_parse_u64, tuning.exclude_max_merging_pages, &count_range),
         ITEM("Tuning", "ReadmitAfter", conf_parse_timespan, tuning.readmit_after_usec, &long_span_range),
         ITEM("Tuning", "MinProcessAge", conf_parse_timespan, tuning.min_process_age_usec, &any_span_range),
+        ITEM("Metrics", "TextfilePath", conf_parse_string, metrics_textfile, NULL),
 };
 const size_t config_table_size = ELEMENTSOF(config_table);
 
@@ -97,6 +98,7 @@ void config_init_defaults(Config *c) {
 void config_done(Config *c) {
         strv_free(c->policy_dirs);
         free(c->runtime_dir);
+        free(c->metrics_textfile);
         *c = (Config) {};
 }
 

@@ -210,6 +210,7 @@ int manager_tick(Manager *m) {
 
         notify_status(m);
         manager_bus_emit_changes(m);
+        manager_write_metrics(m);
         return 0;
 }
 

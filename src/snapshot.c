@@ -44,11 +44,3 @@ uint64_t snapshot_saved_bytes(const Snapshot *s, uint64_t page_size) {
                 return 0;
         return s->ksm.value[KSM_PAGES_SHARING] * page_size;
 }
-
-double snapshot_ksmd_cpu_fraction(const Snapshot *previous, const Snapshot *current) {
-        if (!previous->ksmd_present || !current->ksmd_present || current->time_usec <= previous->time_usec ||
-            current->ksmd.cpu_ns < previous->ksmd.cpu_ns)
-                return 0.0;
-        return (double) (current->ksmd.cpu_ns - previous->ksmd.cpu_ns) /
-               ((double) (current->time_usec - previous->time_usec) * (double) NSEC_PER_USEC);
-}

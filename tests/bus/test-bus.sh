@@ -12,6 +12,7 @@ set -u
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (to call as nobody)"; exit 77; }
 command -v dbus-daemon >/dev/null || { echo "SKIP: no dbus-daemon"; exit 77; }
 command -v busctl >/dev/null || { echo "SKIP: no busctl"; exit 77; }
+command -v promtool >/dev/null || { echo "FAIL: no promtool: .ci/install-deps installs it (Debian package prometheus)" >&2; exit 1; }
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
 
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
@@ -49,7 +50,10 @@ cat > "$tmp/k.conf" <<CONF
 Interval=300ms
 RuntimeDirectory=$tmp/run
 PolicyDirectories=$tmp/policy.d
+[Metrics]
+TextfilePath=$tmp/metrics/ksmtuned2.prom
 CONF
+mkdir -p "$tmp/metrics"
 cat > "$tmp/policy.d/50-test.policy" <<POLICY
 # A process of this test's own, never touched (Method=none).
 [Match]
@@ -123,6 +127,21 @@ prop Counters | grep -q '"full_scans" [0-9]' || fail "Counters: $(prop Counters)
 t1=$(prop Ticks | cut -d' ' -f2); sleep 0.7; t2=$(prop Ticks | cut -d' ' -f2)
 [ "$t2" -gt "$t1" ] || fail "Ticks does not advance ($t1 -> $t2)"
 ok "properties carry the system's figures (version, kernel, ksmd pid, memory, config, ticks)"
+
+# --- 3b. The metrics file: written every tick, atomically, valid for promtool.
+wait_for 5 test -s "$tmp/metrics/ksmtuned2.prom" || fail "no metrics file"
+promtool check metrics < "$tmp/metrics/ksmtuned2.prom" || fail "promtool rejects the metrics file: $(cat "$tmp/metrics/ksmtuned2.prom")"
+for m in ksmtuned2_saved_bytes ksmtuned2_ksm_pages_sharing ksmtuned2_ksm_run ksmtuned2_ksmd_cpu_ratio \
+         'ksmtuned2_ksmd_blocked_ratio{on="mmap_lock"}' ksmtuned2_managed_processes ksmtuned2_dry_run; do
+        grep -q "^$m [0-9]" "$tmp/metrics/ksmtuned2.prom" || fail "metrics file lacks $m"
+done
+grep -q '^ksmtuned2_info{version=".*",kernel="'"$(uname -r)"'",mode="auto"} 1$' "$tmp/metrics/ksmtuned2.prom" ||
+        fail "metrics info line"
+ticks() { awk '$1 == "ksmtuned2_ticks_total" { print $2 }' "$tmp/metrics/ksmtuned2.prom"; }
+m1=$(ticks); sleep 0.7; m2=$(ticks)
+[ "$m2" -gt "$m1" ] || fail "the metrics file is not rewritten every tick ($m1 -> $m2)"
+[ "$(ls "$tmp/metrics")" = ksmtuned2.prom ] || fail "temporary files left in the metrics directory: $(ls "$tmp/metrics")"
+ok "metrics file: replaced every tick, no temporary file left, passes promtool check metrics"
 
 # --- 4. Changes: refused to nobody with AccessDenied, state unchanged.
 for call in "Pause" "Resume" "Reload" "SetMode string:observe"; do
