@@ -53,6 +53,7 @@ typedef struct Process {
         char *unit;                     /* systemd unit the cgroup is in ("nginx.service"); NULL when none */
         char *vm_name;                  /* libvirt/machined VM name from machine-qemu\x2dN\x2dNAME.scope; NULL */
         bool kthread;
+        bool zombie_leader;             /* its main thread exited, other threads live on */
         uint64_t rss_anon_kib;          /* status RssAnon */
         unsigned threads;               /* status Threads */
         int tracer_pid;                 /* status TracerPid, 0 when not traced */
@@ -87,7 +88,8 @@ int process_merging_enabled(const Process *p);
 
 /* Reads the lock-free facts of pid into p (which keeps its KSM and verdict
  * fields when it already describes the same incarnation of that pid).
- * -ESRCH when the process is gone, -ENOMEM. */
+ * -ESRCH when the process is gone (a zombie counts as gone: it is reaped
+ * without any event), -ENOMEM. */
 int process_read_facts(const Root *root, int pid, Process *p);
 
 /* After an exec the mm and the command line are new: forget what was read

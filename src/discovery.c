@@ -47,7 +47,17 @@ struct Discovery {
 
         uint32_t *latency_usec;         /* ring */
         uint64_t n_latency;
+
+        /* A resync while events flow runs in slices (RESYNC_SLICE pids per
+         * loop iteration, at idle priority), so 10,000 processes do not
+         * stall the loop for the 0.4 s a full scan takes. */
+        int *resync_pids;
+        size_t n_resync, resync_pos, n_resync_alloc;
+        sd_event_source *resync_source;
+        uint64_t resync_started_usec;
 };
+
+#define RESYNC_SLICE 256
 
 const char *discovery_mode_to_string(DiscoveryMode m) {
         return m == DISCOVERY_EVENTS ? "events" : m == DISCOVERY_POLLING ? "polling" : "?";
@@ -100,6 +110,8 @@ int discovery_new(sd_event *e, const Root *root, const DiscoveryOptions *o, Disc
 Discovery *discovery_free(Discovery *d) {
         if (!d)
                 return NULL;
+        sd_event_source_disable_unref(d->resync_source);
+        free(d->resync_pids);
         proc_events_free(d->events);
         mm_reader_free(d->reader);
         process_table_free(d->table);
@@ -220,9 +232,15 @@ static void on_event(const ProcEvent *ev, void *userdata) {
         Discovery *d = userdata;
 
         /* Threads fork, exec (as the leader, after de_thread), rename and
-         * exit too; only the thread group matters here. */
-        if (ev->tid != ev->pid)
+         * exit too; only the thread group matters here. But when the main
+         * thread exited first, the last thread's exit is the only sign the
+         * process is gone: look again. */
+        if (ev->tid != ev->pid) {
+                Process *p;
+                if (ev->type == PROC_EV_EXIT && (p = process_table_get(d->table, ev->pid)) && p->zombie_leader)
+                        (void) pending_add(d, ev->pid, 0, false);
                 return;
+        }
         switch (ev->type) {
         case PROC_EV_FORK:
         case PROC_EV_UID:
@@ -285,15 +303,90 @@ static void on_batch(void *userdata) {
         d->n_pending = 0;
 }
 
+static int resync_begin(Discovery *d);
+
 static void on_overflow(void *userdata) {
         Discovery *d = userdata;
         if (!d->overflowed)
                 log_warning("Process events were lost (socket buffer overflow, ENOBUFS); rescanning /proc.");
         d->overflowed = true;
-        /* Resync now rather than at the next tick: the pending list may
-         * have missed execs. */
+        /* Resync now rather than at the next tick (and start over if one is
+         * under way: its pid list predates the loss). */
         d->overflow_resyncs++;
-        (void) discovery_scan(d);
+        if (resync_begin(d) == -ENOMEM)
+                log_oom();
+}
+
+static void sweep(Discovery *d, uint64_t started_usec) {
+        Process *p;
+        PROCESS_TABLE_FOREACH(p, d->table, i)
+                if (p->generation != d->generation)
+                        process_table_remove(d->table, p->pid);
+        d->overflowed = false;
+        d->full_scans++;
+        d->last_scan_done_usec = now_usec(CLOCK_MONOTONIC);
+        d->last_scan_duration_usec = d->last_scan_done_usec - started_usec;
+        log_debug("Scanned %zu processes in %" PRIu64 " ms.", process_table_size(d->table),
+                  d->last_scan_duration_usec / USEC_PER_MSEC);
+}
+
+static int collect_pid(int pid, void *userdata) {
+        Discovery *d = userdata;
+        if (d->n_resync == d->n_resync_alloc) {
+                size_t n = MAX(d->n_resync_alloc * 2, (size_t) 1024);
+                int *np = realloc(d->resync_pids, sizeof *np * n);
+                if (!np)
+                        return -ENOMEM;
+                d->resync_pids = np;
+                d->n_resync_alloc = n;
+        }
+        d->resync_pids[d->n_resync++] = pid;
+        return 0;
+}
+
+static int on_resync_slice(sd_event_source *s, void *userdata) {
+        Discovery *d = userdata;
+        size_t end = MIN(d->resync_pos + RESYNC_SLICE, d->n_resync);
+        for (; d->resync_pos < end; d->resync_pos++)
+                if (refresh_pid(d, d->resync_pids[d->resync_pos], 0) == -ENOMEM) {
+                        log_oom();
+                        break;
+                }
+        if (d->resync_pos >= d->n_resync) {
+                /* Mark and sweep, sliced: entries an event added or
+                 * refreshed meanwhile carry the current generation too, so
+                 * only what is gone without an exit event (lost, or missed)
+                 * is swept. */
+                sweep(d, d->resync_started_usec);
+                d->n_resync = d->resync_pos = 0;
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
+static bool resync_running(const Discovery *d) {
+        int on = SD_EVENT_OFF;
+        return d->resync_source && sd_event_source_get_enabled(d->resync_source, &on) >= 0 && on != SD_EVENT_OFF;
+}
+
+static int resync_begin(Discovery *d) {
+        int r;
+
+        d->n_resync = d->resync_pos = 0;
+        r = procfs_for_each_pid(d->root, collect_pid, d);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return log_warning_errno(r, "Cannot list %s: %m", d->root->proc_path);
+        d->generation++;
+        d->resync_started_usec = now_usec(CLOCK_MONOTONIC);
+        if (!d->resync_source) {
+                r = sd_event_add_defer(d->event, &d->resync_source, on_resync_slice, d);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_priority(d->resync_source, SD_EVENT_PRIORITY_IDLE);
+        }
+        return sd_event_source_set_enabled(d->resync_source, SD_EVENT_ON);
 }
 
 typedef struct ScanState {
@@ -314,8 +407,13 @@ static int scan_one(int pid, void *userdata) {
 int discovery_scan(Discovery *d) {
         ScanState s = { .d = d };
         uint64_t t0 = now_usec(CLOCK_MONOTONIC);
-        Process *p;
         int r;
+
+        /* A sliced resync under way is superseded. */
+        if (resync_running(d)) {
+                (void) sd_event_source_set_enabled(d->resync_source, SD_EVENT_OFF);
+                d->n_resync = d->resync_pos = 0;
+        }
 
         /* Mark and sweep: everything the scan does not see is gone. The
          * scan runs on the loop, so events that arrive meanwhile wait in
@@ -326,16 +424,8 @@ int discovery_scan(Discovery *d) {
                 return s.error;
         if (r < 0)
                 return log_warning_errno(r, "Cannot list %s: %m", d->root->proc_path);
-        PROCESS_TABLE_FOREACH(p, d->table, i)
-                if (p->generation != d->generation)
-                        process_table_remove(d->table, p->pid);
         d->n_pending = 0;
-        d->overflowed = false;
-        d->full_scans++;
-        d->last_scan_done_usec = now_usec(CLOCK_MONOTONIC);
-        d->last_scan_duration_usec = d->last_scan_done_usec - t0;
-        log_debug("Scanned %zu processes in %" PRIu64 " ms.", process_table_size(d->table),
-                  d->last_scan_duration_usec / USEC_PER_MSEC);
+        sweep(d, t0);
         return 0;
 }
 
@@ -498,12 +588,16 @@ int discovery_tick(Discovery *d, Plan *plan) {
          * have been served yet when the tick fires first). */
         (void) mm_reader_dispatch(d->reader);
 
-        if (d->mode == DISCOVERY_POLLING || d->overflowed ||
-            now - d->last_scan_done_usec >= d->opts.resync_interval_usec) {
+        if (d->mode == DISCOVERY_POLLING) {
                 r = discovery_scan(d);
                 if (r == -ENOMEM)
                         return r;
-        } else
+        } else {
+                if (!resync_running(d) && (d->overflowed || now - d->last_scan_done_usec >= d->opts.resync_interval_usec)) {
+                        r = resync_begin(d);
+                        if (r == -ENOMEM)
+                                return r;
+                }
                 /* Between scans the processes a policy matched still change:
                  * anon RSS grows past MinAnonMiB, age passes MinAge. */
                 PROCESS_TABLE_FOREACH(p, d->table, i)
@@ -512,6 +606,7 @@ int discovery_tick(Discovery *d, Plan *plan) {
                                 if (r == -ENOMEM)
                                         return r;
                         }
+        }
 
         PROCESS_TABLE_FOREACH(p, d->table, i) {
                 announce_verdict(d, p);

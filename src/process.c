@@ -79,6 +79,11 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         r = procfs_read_stat(dfd, &st);
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
+        /* A zombie is gone for our purposes, and must not enter the model:
+         * its reaping sends no event, so it would stay until a resync. A
+         * zombie leader whose other threads still run is a live process. */
+        if (st.state == 'X' || (st.state == 'Z' && st.num_threads <= 1))
+                return -ESRCH;
         bool kthread = proc_stat_is_kthread(&st);
         if (!kthread) {
                 /* Without status there is no uid: better unknown than root. */
@@ -121,6 +126,7 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         p->euid = status.uid_effective;
         strscpy(p->comm, sizeof p->comm, st.comm);
         p->kthread = kthread;
+        p->zombie_leader = st.state == 'Z';
         p->rss_anon_kib = status.rss_anon_kib;
         p->threads = status.threads ? status.threads : (unsigned) MAX(st.num_threads, 0);
         p->tracer_pid = status.tracer_pid;

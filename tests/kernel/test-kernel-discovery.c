@@ -6,6 +6,7 @@
  * every process and cgroup it creates, on failure and on signals too. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -61,7 +62,11 @@ static void reap(pid_t pid) {
                 }
 }
 
+static pid_t main_pid;
+
 static void cleanup(void) {
+        if (getpid() != main_pid)
+                return; /* a forked child that went through exit() */
         for (size_t i = 0; i < n_children; i++) {
                 kill(children[i], SIGKILL);
                 waitpid(children[i], NULL, 0);
@@ -331,8 +336,12 @@ static void test_storm_leaves_no_stale_entries(void **state) {
         }
         run_loop_for(100 * USEC_PER_MSEC);
         for (size_t i = 0; i < n_gone; i++)
-                if (process_table_get(discovery_processes(d), gone[i])) {
-                        print_message("stale: pid %d\n", (int) gone[i]);
+                if ((p = process_table_get(discovery_processes(d), gone[i]))) {
+                        print_message("stale: pid %d (%s) ppid %d, facts %" PRIu64 " ms ago, discovered %" PRIu64
+                                      " ms ago\n",
+                                      (int) gone[i], p->comm, p->ppid,
+                                      (now_usec(CLOCK_MONOTONIC) - p->facts_usec) / USEC_PER_MSEC,
+                                      (now_usec(CLOCK_MONOTONIC) - p->discovered_usec) / USEC_PER_MSEC);
                         stale++;
                 }
         DiscoveryStatus st;
@@ -391,6 +400,73 @@ static void test_overflow_resyncs(void **state) {
         assert_true(has_verdict(d, &w));
         reap(survivor);
         free(s.pids);
+        discovery_free(d);
+}
+
+/* The periodic resync runs in slices on the loop and sweeps what is gone
+ * without an exit event (here: an entry for a pid that cannot exist). */
+static void test_sliced_resync_sweeps(void **state) {
+        DiscoveryOptions o = { .resync_interval_usec = 100 * USEC_PER_MSEC };
+        Discovery *d = new_discovery(&o);
+        Process *fake;
+        /* above any pid_max the kernel allows (2^22) */
+        const int ghost = (1 << 22) + 7;
+        assert_int_equal(process_table_ensure((ProcessTable *) discovery_processes(d), ghost, &fake, NULL), 0);
+        strscpy(fake->comm, sizeof fake->comm, "ghost");
+        DiscoveryStatus st;
+        discovery_get_status(d, &st);
+        uint64_t scans = st.full_scans, n = st.processes;
+        usleep(150 * 1000);
+        assert_int_equal(discovery_tick(d, NULL), 0);
+        /* the tick only started it: the slices run from the loop */
+        assert_non_null(process_table_get(discovery_processes(d), ghost));
+        run_loop_for(300 * USEC_PER_MSEC);
+        discovery_get_status(d, &st);
+        print_message("sliced resync: %" PRIu64 " processes, took %" PRIu64 " us\n", n, st.last_scan_usec);
+        assert_int_equal(st.full_scans, scans + 1);
+        assert_null(process_table_get(discovery_processes(d), ghost));
+        discovery_free(d);
+}
+
+static void *linger(void *arg) {
+        usleep(700 * 1000);
+        _exit(0); /* not exit(): the test's atexit handlers are not this process's */
+}
+
+/* Zombies never enter the model (their reaping sends no event), and a
+ * process whose main thread exited first leaves it with its last thread. */
+static void test_zombies_leave_no_entries(void **state) {
+        pid_t zombie = fork();
+        assert_true(zombie >= 0);
+        if (zombie == 0)
+                _exit(0);
+        track(zombie, -1);
+        usleep(100 * 1000); /* exited, not reaped */
+
+        pid_t leader = fork();
+        assert_true(leader >= 0);
+        if (leader == 0) {
+                pthread_t t;
+                if (pthread_create(&t, NULL, linger, NULL) != 0)
+                        _exit(1);
+                pthread_exit(NULL);
+        }
+        track(leader, -1);
+        usleep(100 * 1000); /* main thread gone, the other lingers */
+
+        DiscoveryOptions o = { .resync_interval_usec = 50 * USEC_PER_MSEC };
+        Discovery *d = new_discovery(&o);
+        assert_null(process_table_get(discovery_processes(d), zombie));
+        Process *p = process_table_get(discovery_processes(d), leader);
+        assert_non_null(p);
+        assert_true(p->zombie_leader);
+        reap(zombie);
+
+        /* the lingering thread exits: only its (tid != pid) exit event says so */
+        assert_true(run_loop_until(is_gone, d, &leader, 2 * USEC_PER_SEC) > 0);
+        int status;
+        assert_int_equal(waitpid(leader, &status, 0), leader);
+        untrack(leader);
         discovery_free(d);
 }
 
@@ -547,6 +623,7 @@ static int setup(void **state) {
                 fprintf(stderr, "SKIP: no cgroup2 mount\n");
                 exit(77);
         }
+        main_pid = getpid();
         atexit(cleanup);
         int sigs[] = { SIGINT, SIGTERM, SIGALRM, SIGABRT, SIGSEGV, SIGBUS, SIGHUP };
         for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
@@ -577,6 +654,8 @@ int main(void) {
                 cmocka_unit_test(test_cmdline_match),
                 cmocka_unit_test(test_storm_leaves_no_stale_entries),
                 cmocka_unit_test(test_overflow_resyncs),
+                cmocka_unit_test(test_sliced_resync_sweeps),
+                cmocka_unit_test(test_zombies_leave_no_entries),
                 cmocka_unit_test(test_pid_namespace_falls_back_to_polling),
                 cmocka_unit_test(test_contended_process_does_not_stall_others),
         };

@@ -55,13 +55,13 @@ static void test_table_grow_remove_iterate(void **state) {
 }
 
 #define STAT_FMT \
-        "%d (%s) S %d 42 42 0 -1 %u 100 0 0 0 12 34 0 0 20 0 3 0 %llu 1048576 256 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+        "%d (%s) %c %d 42 42 0 -1 %u 100 0 0 0 12 34 0 0 20 0 %d 0 %llu 1048576 256 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
 
-static void write_proc(FakeTree *t, int pid, const char *comm, unsigned flags, unsigned long long start,
-                       const char *cgroup) {
+static void write_proc_state(FakeTree *t, int pid, const char *comm, char state, int threads, unsigned flags,
+                             unsigned long long start, const char *cgroup) {
         char rel[64], buf[1024];
         snprintf(rel, sizeof rel, "proc/%d/stat", pid);
-        snprintf(buf, sizeof buf, STAT_FMT, pid, comm, 1, flags, start);
+        snprintf(buf, sizeof buf, STAT_FMT, pid, comm, state, 1, flags, threads, start);
         fake_write(t, rel, buf);
         snprintf(rel, sizeof rel, "proc/%d/status", pid);
         snprintf(buf, sizeof buf,
@@ -73,6 +73,11 @@ static void write_proc(FakeTree *t, int pid, const char *comm, unsigned flags, u
         fake_write(t, rel, cgroup);
         snprintf(rel, sizeof rel, "proc/%d/ksm_merging_pages", pid);
         fake_write(t, rel, "17\n");
+}
+
+static void write_proc(FakeTree *t, int pid, const char *comm, unsigned flags, unsigned long long start,
+                       const char *cgroup) {
+        write_proc_state(t, pid, comm, 'S', 3, flags, start, cgroup);
 }
 
 static void test_read_facts(void **state) {
@@ -123,6 +128,16 @@ static void test_read_facts(void **state) {
         assert_true(k.kthread);
         assert_null(k.exe);
         assert_string_equal(k.cgroup, "");
+
+        /* a zombie is gone (its reaping sends no event); a zombie leader
+         * with live threads is not */
+        Process z = {};
+        write_proc_state(&t, 77, "defunct", 'Z', 1, 0, 100, "0::/\n");
+        assert_int_equal(process_read_facts(root, 77, &z), -ESRCH);
+        write_proc_state(&t, 77, "main-exited", 'Z', 4, 0, 100, "0::/\n");
+        assert_int_equal(process_read_facts(root, 77, &z), 0);
+        assert_true(z.zombie_leader);
+        process_done(&z);
 
         /* gone */
         Process g = {};
