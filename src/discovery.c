@@ -444,6 +444,9 @@ int discovery_start(Discovery *d) {
 
         if (d->opts.force_polling)
                 set_polling(d, "polling requested");
+        else if (!isempty(d->root->prefix))
+                /* The connector reports the real host's processes, not the tree's. */
+                set_polling(d, "proc and sys are read below %s", d->root->prefix);
         else {
                 r = proc_events_open(d->opts.events_rcvbuf_bytes, &d->events);
                 if (r == -ENOMEM)
