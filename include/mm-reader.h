@@ -48,8 +48,11 @@ typedef struct MmReaderCounters {
 
 typedef struct MmReader MmReader;
 
-/* max_threads bounds the pool (stuck workers included). e may be NULL: then
- * the caller polls with mm_reader_dispatch(). */
+/* max_threads bounds the workers that are not stuck past a deadline; stuck
+ * ones are replaced, up to MM_READER_MAX_THREADS_FACTOR * max_threads in all
+ * (several contended processes must not starve everyone else's reads). e
+ * may be NULL: then the caller polls with mm_reader_dispatch(). */
+#define MM_READER_MAX_THREADS_FACTOR 4
 int mm_reader_new(const Root *root, sd_event *e, unsigned max_threads, uint64_t deadline_usec,
                   MmReadHandler cb, void *userdata, MmReader **ret);
 /* Stops the workers that are idle and detaches those stuck in the kernel

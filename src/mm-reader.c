@@ -36,6 +36,8 @@ typedef struct Shared {
         Job *running;                   /* taken by a worker */
         Job *done;                      /* finished, for the loop */
         unsigned n_threads, n_idle, n_queued, max_threads;
+        unsigned n_stuck;               /* running past their deadline, as of the last dispatch */
+        unsigned n_starting;            /* created, not yet waiting for work */
         uint64_t deadline_usec;
         bool stopping;
         MmReaderCounters counters;
@@ -117,6 +119,7 @@ static void *worker(void *arg) {
         Shared *s = arg;
 
         pthread_mutex_lock(&s->lock);
+        s->n_starting--;
         for (;;) {
                 while (!s->queue_head && !s->stopping) {
                         s->n_idle++;
@@ -145,10 +148,21 @@ static void *worker(void *arg) {
                 s->done = j;
                 uint64_t one = 1;
                 (void) !write(s->efd, &one, sizeof one);
+                /* A replacement took over while this one was stuck: the
+                 * pool shrinks back once the kernel let it go. */
+                if (j->result.late && s->n_threads - MIN(s->n_stuck, s->n_threads) > s->max_threads)
+                        break;
         }
         s->n_threads--;
         shared_unref_unlock(s);
         return NULL;
+}
+
+/* With s->lock held: does a queued read lack a worker that will take it? */
+static bool need_worker(const Shared *s) {
+        unsigned live = s->n_threads - MIN(s->n_stuck, s->n_threads);
+        return s->n_queued > s->n_idle + s->n_starting && live < s->max_threads &&
+               s->n_threads < s->max_threads * MM_READER_MAX_THREADS_FACTOR;
 }
 
 /* With s->lock held. */
@@ -171,6 +185,7 @@ static int spawn_worker(Shared *s) {
         }
         (void) pthread_setname_np(t, "ksmtuned2-mm");
         s->n_threads++;
+        s->n_starting++;
         s->counters.threads++;
         return 0;
 }
@@ -295,7 +310,7 @@ int mm_reader_queue(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_t
         s->counters.queued++;
         /* Every queued read needs a worker that is not stuck: a stuck one
          * counts neither as idle nor as coming back soon. */
-        if (s->n_queued > s->n_idle && s->n_threads < s->max_threads)
+        if (need_worker(s))
                 k = spawn_worker(s);
         pthread_cond_signal(&s->cond);
         pthread_mutex_unlock(&s->lock);
@@ -339,6 +354,11 @@ int mm_reader_dispatch(MmReader *r) {
                 overdue = o;
         }
         s->counters.queue_len = s->n_queued;
+        s->n_stuck = (unsigned) s->counters.stuck_now;
+        /* Reads waiting behind stuck workers get fresh ones. */
+        while (need_worker(s))
+                if (spawn_worker(s) < 0)
+                        break;
         pthread_mutex_unlock(&s->lock);
 
         for (Job *j = overdue; j; j = j->next, n++)
