@@ -72,7 +72,8 @@ typedef struct PolicySet {
 void policy_done(Policy *p);
 void policy_set_done(PolicySet *s);
 
-/* Parses one file. -EBADMSG when the file is rejected (syntax), -errno on
+/* Parses one file. -EBADMSG when the file is rejected (syntax), -EPERM when
+ * running as root and the file is not root's alone to write, -errno on
  * I/O; diagnostics go into diag. A policy that parsed has every bad key
  * reported and skipped. Returns 1 when the file masks only (empty). */
 int policy_load_file(const char *path, Policy *ret, ConfDiag *diag);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "policy.h"
@@ -218,6 +219,14 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
                 policy_done(&p);
                 return -EBADMSG;
         }
+        /* A policy decides what a root daemon does to other users'
+         * processes (ptrace injection included): only root may write one. */
+        if (geteuid() == 0 && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+                conf_diag_add(diag, path, 0, NULL, "%s, rejected (only root may write a policy)",
+                              st.st_uid != 0 ? "not owned by root" : "writable by group or others");
+                policy_done(&p);
+                return -EPERM;
+        }
         ConfParseOptions opts = { .section_base = section_base, .userdata = &p };
         r = conf_parse_file(f, path, policy_table, policy_table_size, &p, &opts, diag);
         if (r < 0) {
@@ -388,7 +397,7 @@ int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret
                         s.policies[s.n++] = p;
                         continue;
                 }
-                if (r != -EBADMSG)
+                if (r != -EBADMSG && r != -EPERM)
                         conf_diag_add(diag, found[i].path, 0, NULL, "cannot be read (%s), rejected",
                                       strerror(-r));
                 const Policy *old = find_previous(previous, found[i].path);

@@ -466,6 +466,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "SKIP: needs root (proc connector)\n");
                 return 77;
         }
+        umask(022); /* policy files others may write are rejected */
         if (!mkdtemp(tmpdir))
                 return 1;
         atexit(cleanup);

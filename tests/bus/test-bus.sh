@@ -9,6 +9,7 @@
 # The daemon runs with --dry-run: it reads KSM but never writes it, so this
 # test needs no KSM lock (test-bus-pause.sh covers what pause does to knobs).
 set -u
+umask 022 # policies must not be writable by others (the daemon rejects them)
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (to call as nobody)"; exit 77; }
 command -v dbus-daemon >/dev/null || { echo "SKIP: no dbus-daemon"; exit 77; }
 command -v busctl >/dev/null || { echo "SKIP: no busctl"; exit 77; }

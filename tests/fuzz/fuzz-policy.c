@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "fuzz.h"
@@ -18,6 +19,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int fd = memfd_create("fuzz.policy", MFD_CLOEXEC);
         if (fd < 0)
                 return 0;
+        /* A memfd is created 0777; as root, a policy others may write is
+         * rejected before it is parsed. */
+        (void) fchmod(fd, 0644);
         if (size && write(fd, data, size) != (ssize_t) size) {
                 close(fd);
                 return 0;

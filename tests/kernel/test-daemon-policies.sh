@@ -5,6 +5,7 @@
 # version. Runs the daemon with --dry-run and no [Ksm] settings: no KSM knob
 # is written, so the KSM test lock is not needed.
 set -u
+umask 022 # policies must not be writable by others (the daemon rejects them)
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 77; fi
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
 

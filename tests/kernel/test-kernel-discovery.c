@@ -624,6 +624,7 @@ static int setup(void **state) {
                 exit(77);
         }
         main_pid = getpid();
+        umask(022); /* policy files others may write are rejected */
         atexit(cleanup);
         int sigs[] = { SIGINT, SIGTERM, SIGALRM, SIGABRT, SIGSEGV, SIGBUS, SIGHUP };
         for (size_t i = 0; i < ELEMENTSOF(sigs); i++)

@@ -4,6 +4,7 @@
 # as an administrator would run it: exit 0 and "policies: OK" on good files,
 # exit 3 with "file:line: key: reason" on bad ones.
 set -u
+umask 022 # policies must not be writable by others (the daemon rejects them)
 dir=$(mktemp -d /tmp/ksmtuned2-check.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/etc" "$dir/lib"

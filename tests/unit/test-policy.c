@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -130,6 +131,20 @@ static void test_parse_bad_keys(void **state) {
         assert_false(policy_matches(&pol, &proc));
         policy_done(&pol);
         conf_diag_free(&d);
+
+        /* as root, a file others may write is rejected */
+        if (geteuid() == 0) {
+                fake_write(&tree, "bad/25-open.policy", "[Match]\nComm=x\n[Merge]\nMode=always\n");
+                _cleanup_free_ char *p4 = path_of("bad/25-open.policy");
+                assert_int_equal(chmod(p4, 0666), 0);
+                assert_int_equal(policy_load_file(p4, &pol, &d), -EPERM);
+                assert_true(diag_has(&d, "25-open.policy:0: writable by group or others, rejected"));
+                assert_int_equal(chmod(p4, 0644), 0);
+                assert_int_equal(chown(p4, 65534, 0), 0);
+                assert_int_equal(policy_load_file(p4, &pol, &d), -EPERM);
+                assert_true(diag_has(&d, "25-open.policy:0: not owned by root, rejected"));
+                conf_diag_free(&d);
+        }
 
         /* a syntax error rejects the whole file */
         fake_write(&tree, "bad/30-broken.policy", "[Match]\nComm=x\n[Merge\nMode=always\n");
