@@ -317,14 +317,18 @@ static void found_free(Found *f, size_t n) {
 }
 
 /* Collects *.policy names over dirs; the first directory that has a name wins. */
-static int collect(char *const *dirs, Found **ret, size_t *ret_n, size_t *ret_masked) {
+static int collect(char *const *dirs, Found **ret, size_t *ret_n, size_t *ret_masked, ConfDiag *diag) {
         Found *f = NULL;
         size_t n = 0, masked = 0;
 
         for (char *const *d = dirs; d && *d; d++) {
                 DIR *dir = opendir(*d);
-                if (!dir)
-                        continue; /* a missing directory is normal */
+                if (!dir) {
+                        /* A missing directory is normal; an unreadable one is not. */
+                        if (errno != ENOENT)
+                                conf_diag_add(diag, *d, 0, NULL, "cannot open policy directory: %s", strerror(errno));
+                        continue;
+                }
                 for (struct dirent *de; (de = readdir(dir));) {
                         bool dup = false;
                         if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".policy"))
@@ -375,7 +379,7 @@ int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret
         size_t n_found = 0;
         int r;
 
-        r = collect(dirs, &found, &n_found, &s.n_masked);
+        r = collect(dirs, &found, &n_found, &s.n_masked, diag);
         if (r < 0)
                 return r;
         s.policies = calloc(MAX(n_found, 1), sizeof *s.policies);

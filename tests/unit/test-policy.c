@@ -208,12 +208,14 @@ static void test_set_masked_ordered(void **state) {
         assert_int_equal(s3.n_rejected, 1);
         conf_diag_free(&d);
 
-        /* missing directories are fine */
-        char *none[] = { "/nonexistent/ksmtuned2", NULL };
+        /* missing directories are fine; a file where a directory should be is not */
+        char *none[] = { "/nonexistent/ksmtuned2", "/dev/null", NULL };
         PolicySet s4 = {};
         assert_int_equal(policy_set_load(none, NULL, &s4, &d), 0);
         assert_int_equal(s4.n, 0);
-        assert_int_equal(d.n, 0);
+        assert_int_equal(d.n, 1);
+        assert_true(diag_has(&d, "/dev/null:0: cannot open policy directory: Not a directory"));
+        conf_diag_free(&d);
 
         policy_set_done(&s);
         policy_set_done(&s2);
