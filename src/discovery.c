@@ -33,6 +33,7 @@ struct Discovery {
         MmReader *reader;
         PolicySet policies;
 
+        int self_pid;                   /* cached: classification runs per event */
         DiscoveryMode mode;
         char mode_reason[192];
         bool overflowed;                /* ENOBUFS since the last scan */
@@ -92,6 +93,7 @@ int discovery_new(sd_event *e, const Root *root, const DiscoveryOptions *o, Disc
                 d->opts.action_retry_usec = 60 * USEC_PER_SEC;
         d->mode = DISCOVERY_POLLING;
         strscpy(d->mode_reason, sizeof d->mode_reason, "not started");
+        d->self_pid = getpid();
 
         r = process_table_new(&d->table);
         if (r < 0)
@@ -147,7 +149,7 @@ size_t discovery_exec_latencies(const Discovery *d, uint64_t *buf, size_t n) {
 
 /* Classifies p and says so when the outcome changed. */
 static void classify_one(Discovery *d, Process *p) {
-        ClassifyContext ctx = { .now_boottime_usec = boottime_usec(), .self_pid = getpid() };
+        ClassifyContext ctx = { .now_boottime_usec = boottime_usec(), .self_pid = d->self_pid };
         Verdict v;
 
         classify_process(&d->policies, &ctx, p, &v);
