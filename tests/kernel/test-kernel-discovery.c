@@ -548,7 +548,7 @@ static void test_contended_process_does_not_stall_others(void **state) {
         snprintf(policy, sizeof policy, "[Match]\nCgroup=%s\n[Merge]\nMode=auto\n", cgroup_name);
         write_policy("50-test.policy", policy);
         /* The deadline is short here so the test is quick; the daemon's is 1 s. */
-        DiscoveryOptions o = { .mm_read_deadline_usec = 100 * USEC_PER_MSEC, .mm_read_threads = 4 };
+        DiscoveryOptions o = { .mm_read_deadline_usec = 50 * USEC_PER_MSEC, .mm_read_threads = 4 };
         Discovery *d = new_discovery(&o);
 
         /* Four threads looping mmap(512 MiB, MAP_POPULATE) + munmap: on this
