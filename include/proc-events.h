@@ -68,11 +68,14 @@ int proc_events_self_test(ProcEvents *pe, uint64_t timeout_usec);
 
 /* Hooks the socket into the loop. cb gets every event; on_overflow is
  * called once the socket buffer overflowed (ENOBUFS: events were lost)
- * so the caller resyncs; on_batch after each drained batch. */
+ * so the caller resyncs; on_batch after each drained batch; on_error when
+ * reading failed otherwise, after which the source is off (the caller may
+ * free pe later, not from within the callback). */
 typedef struct ProcEventsHandlers {
         ProcEventHandler on_event;
         void (*on_overflow)(void *userdata);
         void (*on_batch)(void *userdata);
+        void (*on_error)(int error, void *userdata);
         void *userdata;
 } ProcEventsHandlers;
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -20,38 +20,38 @@ static bool any_glob(const PolicyGlobs *g, const char *s, int flags) {
 
 int policy_matches(const Policy *pol, const Process *p) {
         if (pol->match_invalid)
-                return false;
+                return 0;
         if (pol->cgroup.globs) {
                 bool ok = false;
                 for (char **g = pol->cgroup.globs; *g && !ok && p->cgroup; g++)
                         ok = policy_cgroup_glob_match(*g, p->cgroup);
                 if (!ok)
-                        return false;
+                        return 0;
         }
         if (pol->comm.globs && !any_glob(&pol->comm, p->comm, 0))
-                return false;
+                return 0;
         /* '*' in Exe= may cross '/': "/usr/bin/qemu-system-*" and "*\/java" both work. */
         if (pol->exe.globs && !any_glob(&pol->exe, p->exe, 0))
-                return false;
+                return 0;
         if (pol->unit.globs && !any_glob(&pol->unit, p->unit, 0))
-                return false;
+                return 0;
         if (pol->vm.globs && !any_glob(&pol->vm, p->vm_name, 0))
-                return false;
+                return 0;
         if (pol->users.n) {
                 bool ok = false;
                 for (size_t i = 0; i < pol->users.n && !ok; i++)
                         ok = pol->users.uids[i] == p->euid;
                 if (!ok)
-                        return false;
+                        return 0;
         }
         /* Last: the only key whose fact may still be on its way. */
         if (pol->cmdline.globs) {
                 if (!p->cmdline_read)
                         return -EAGAIN;
                 if (!any_glob(&pol->cmdline, p->cmdline, 0))
-                        return false;
+                        return 0;
         }
-        return true;
+        return 1;
 }
 
 static void set_reason(Verdict *v, const char *fmt, ...) _printf_(2, 3);

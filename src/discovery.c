@@ -270,6 +270,15 @@ static void on_event(const ProcEvent *ev, void *userdata) {
         }
 }
 
+static void set_polling(Discovery *d, const char *fmt, ...) _printf_(2, 3);
+
+static void on_events_error(int error, void *userdata) {
+        Discovery *d = userdata;
+        errno = -error;
+        /* The socket is freed at the next tick, not from inside its callback. */
+        set_polling(d, "reading proc events failed (%s)", strerrorname_np(-error) ?: "?");
+}
+
 static int pending_cmp(const void *a, const void *b) {
         const Pending *x = a, *y = b;
         if (x->pid != y->pid)
@@ -467,7 +476,8 @@ int discovery_start(Discovery *d) {
                                 d->events = proc_events_free(d->events);
                         } else {
                                 ProcEventsHandlers h = { .on_event = on_event, .on_overflow = on_overflow,
-                                                         .on_batch = on_batch, .userdata = d };
+                                                         .on_batch = on_batch, .on_error = on_events_error,
+                                                         .userdata = d };
                                 r = proc_events_attach(d->events, d->event, &h);
                                 if (r < 0) {
                                         set_polling(d, "cannot watch the connector socket (%s)",
@@ -594,6 +604,7 @@ int discovery_tick(Discovery *d, Plan *plan) {
         (void) mm_reader_dispatch(d->reader);
 
         if (d->mode == DISCOVERY_POLLING) {
+                d->events = proc_events_free(d->events); /* after a read error */
                 r = discovery_scan(d);
                 if (r == -ENOMEM)
                         return r;

@@ -353,8 +353,15 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         /* Bounded, so a storm cannot starve timers and the bus; the source
          * stays ready and is dispatched again. */
         int r = proc_events_drain(pe, 512);
-        if (r < 0)
-                log_warning_errno(r, "Reading process events failed, ignoring: %m");
+        if (r < 0 && r != -EINTR) {
+                /* Not a passing condition (ENOBUFS is handled in drain):
+                 * stop reading rather than spin on it. */
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                if (pe->handlers.on_error)
+                        pe->handlers.on_error(r, pe->handlers.userdata);
+                else
+                        log_warning_errno(r, "Reading process events failed: %m");
+        }
         return 0;
 }
 
