@@ -48,7 +48,8 @@ typedef struct Process {
         uid_t uid;                      /* real uid */
         uid_t euid;                     /* effective uid */
         char comm[64];                  /* from stat: may hold spaces and ')' */
-        char *exe;                      /* readlink of exe; NULL when unreadable (kernel thread, gone, no permission) */
+        char *exe;                      /* readlink of exe without " (deleted)"; NULL when unreadable
+                                         * (kernel thread, gone, no permission) */
         char *cgroup;                   /* v2 path relative to the cgroup root, "" for the root; NULL when unknown */
         char *unit;                     /* systemd unit the cgroup is in ("nginx.service"); NULL when none */
         char *vm_name;                  /* libvirt/machined VM name from machine-qemu\x2dN\x2dNAME.scope; NULL */

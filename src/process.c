@@ -49,6 +49,12 @@ static int read_exe(int pid_dirfd, char **ret) {
         if (n < 0)
                 return negative_errno();
         buf[n] = 0;
+        /* A daemon still running a binary that a package upgrade replaced
+         * reads "/usr/sbin/foo (deleted)"; Exe=/usr/sbin/foo must still
+         * match it. */
+        static const char deleted[] = " (deleted)";
+        if ((size_t) n > strlen(deleted) && streq(buf + n - strlen(deleted), deleted))
+                buf[n - strlen(deleted)] = 0;
         char *s = strdup(buf);
         if (!s)
                 return -ENOMEM;

@@ -121,6 +121,17 @@ static void test_read_facts(void **state) {
         assert_string_equal(p.unit, "session-1.scope");
         assert_null(p.vm_name);
 
+        /* a binary replaced by an upgrade */
+        char link2[512];
+        write_proc(&t, 4343, "sshd", 0, 77, "0::/system.slice/ssh.service\n");
+        snprintf(link2, sizeof link2, "%s/proc/4343/exe", t.path);
+        assert_int_equal(symlink("/usr/sbin/sshd (deleted)", link2), 0);
+        Process u = {};
+        assert_int_equal(process_read_facts(root, 4343, &u), 0);
+        assert_string_equal(u.exe, "/usr/sbin/sshd");
+        assert_string_equal(u.unit, "ssh.service");
+        process_done(&u);
+
         /* kernel thread: no exe, no status needed */
         write_proc(&t, 2, "kthreadd", PF_KTHREAD_FLAG, 1, "0::/\n");
         Process k = {};
