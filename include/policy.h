@@ -48,7 +48,7 @@ typedef struct Policy {
         PolicyGlobs cgroup;     /* Cgroup=: glob on the cgroup path or any of its ancestors */
         PolicyGlobs comm;       /* Comm= */
         PolicyGlobs exe;        /* Exe=: glob on the executable's full path */
-        PolicyGlobs unit;       /* Unit=: glob on the systemd unit name */
+        PolicyGlobs unit;       /* Unit=: glob on any unit (component) of the cgroup path */
         PolicyGlobs vm;         /* VM=: glob on the VM/machine name */
         PolicyUsers users;      /* User=: names or numeric uids, of the effective uid */
         PolicyGlobs cmdline;    /* Cmdline=: one glob per line (it holds spaces) on the command line; read

@@ -18,6 +18,28 @@ static bool any_glob(const PolicyGlobs *g, const char *s, int flags) {
         return false;
 }
 
+/* Unit= matches any component of the cgroup path: the slices, the service
+ * or scope, and units of a user's manager below user@UID.service. */
+static bool any_unit(const PolicyGlobs *g, const char *cgroup) {
+        if (!cgroup)
+                return false;
+        for (const char *c = cgroup; *c;) {
+                const char *slash = strchr(c, '/');
+                size_t len = slash ? (size_t) (slash - c) : strlen(c);
+                char comp[256];
+                if (len > 0 && len < sizeof comp) {
+                        memcpy(comp, c, len);
+                        comp[len] = 0;
+                        if (any_glob(g, comp, 0))
+                                return true;
+                }
+                if (!slash)
+                        break;
+                c = slash + 1;
+        }
+        return false;
+}
+
 int policy_matches(const Policy *pol, const Process *p) {
         if (pol->match_invalid)
                 return 0;
@@ -33,7 +55,7 @@ int policy_matches(const Policy *pol, const Process *p) {
         /* '*' in Exe= may cross '/': "/usr/bin/qemu-system-*" and "*\/java" both work. */
         if (pol->exe.globs && !any_glob(&pol->exe, p->exe, 0))
                 return 0;
-        if (pol->unit.globs && !any_glob(&pol->unit, p->unit, 0))
+        if (pol->unit.globs && !any_unit(&pol->unit, p->cgroup))
                 return 0;
         if (pol->vm.globs && !any_glob(&pol->vm, p->vm_name, 0))
                 return 0;

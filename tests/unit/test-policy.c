@@ -303,7 +303,8 @@ static void test_classify(void **state) {
         classify_process(&s, &ctx, &bare, &v);
         assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
 
-        Process t = { .pid = 13, .comm = "svc", .vm_name = "test-7", .unit = "machine-x.service", .cgroup = "x" };
+        Process t = { .pid = 13, .comm = "svc", .vm_name = "test-7", .unit = "machine-x.service",
+                       .cgroup = "system.slice/machine-x.service" };
         classify_process(&s, &ctx, &t, &v);
         assert_int_equal(v.action, VERDICT_MERGE);
         assert_int_equal(v.method, MERGE_METHOD_NONE);
@@ -341,6 +342,32 @@ static void test_classify(void **state) {
         classify_process(&c, &ctx, &other, &v);
         assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
         policy_set_done(&c);
+
+        /* Unit= matches any unit along the cgroup path */
+        PolicySet u = {};
+        _cleanup_free_ char *udir = path_of("unit");
+        char *udirs[] = { udir, NULL };
+        fake_write(&tree, "unit/10-app.policy", "[Match]\nUnit=app-firefox-*.scope\n[Merge]\nMode=never\n");
+        fake_write(&tree, "unit/20-users.policy", "[Match]\nUnit=user@*.service\n[Merge]\nMode=auto\n");
+        fake_write(&tree, "unit/30-sys.policy", "[Match]\nUnit=system.slice\n[Merge]\nMode=always\n");
+        assert_int_equal(policy_set_load(udirs, NULL, &u, &d), 0);
+        assert_int_equal(d.n, 0);
+        Process ff = { .pid = 16, .comm = "firefox",
+                       .cgroup = "user.slice/user-1000.slice/user@1000.service/app.slice/app-firefox-1234.scope" };
+        classify_process(&u, &ctx, &ff, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        strscpy(ff.comm, sizeof ff.comm, "vim");
+        ff.cgroup = "user.slice/user-1000.slice/user@1000.service/app.slice/vim.scope";
+        classify_process(&u, &ctx, &ff, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_false(v.always);
+        ff.cgroup = "system.slice/cron.service";
+        classify_process(&u, &ctx, &ff, &v);
+        assert_true(v.always);
+        ff.cgroup = "system.slicer/x.service";
+        classify_process(&u, &ctx, &ff, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        policy_set_done(&u);
 
         Process k = { .pid = 2, .comm = "postgres", .kthread = true };
         classify_process(&s, &ctx, &k, &v);
