@@ -93,6 +93,13 @@ int process_merging_enabled(const Process *p);
  * without any event), -ENOMEM. */
 int process_read_facts(const Root *root, int pid, Process *p);
 
+/* A child just forked from parent (which is known): reads only what fork
+ * does not copy (stat: start time, ppid; cgroup: clone3 may place a child
+ * elsewhere) and takes exe, uids, anon RSS (shared copy-on-write pages count
+ * in both) and the command line from the parent. An exec event reads it all
+ * again. -ESRCH when gone, -ENOMEM. */
+int process_read_forked(const Root *root, int pid, const Process *parent, Process *p);
+
 /* After an exec the mm and the command line are new: forget what was read
  * from the old ones (ksm_stat, cmdline, a planned action). */
 void process_forget_exec_state(Process *p);

@@ -19,6 +19,7 @@
 
 typedef struct Pending {
         int pid;
+        int parent_pid;         /* a fork event's parent, 0 for other events */
         bool exited;
         uint64_t exec_ns;       /* kernel timestamp of an exec event, 0 for others */
         uint64_t seq;           /* arrival order */
@@ -217,7 +218,33 @@ static int refresh_pid(Discovery *d, int pid, uint64_t exec_ns) {
         return 1;
 }
 
-static int pending_add(Discovery *d, int pid, uint64_t exec_ns, bool exited) {
+/* A fork (not followed by an exec yet) of a known parent: the child's
+ * facts are mostly the parent's. -EAGAIN when the slow path is needed. */
+static int refresh_forked(Discovery *d, int pid, int parent_pid) {
+        Process *p, *parent;
+        bool created;
+
+        if (process_table_get(d->table, pid))
+                return -EAGAIN;
+        parent = process_table_get(d->table, parent_pid);
+        if (!parent || !parent->facts_usec || parent->kthread)
+                return -EAGAIN;
+        int r = process_table_ensure(d->table, pid, &p, &created);
+        if (r < 0)
+                return r;
+        r = process_read_forked(d->root, pid, parent, p);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                process_table_remove(d->table, pid);
+                return r == -EAGAIN ? r : 0;
+        }
+        p->generation = d->generation;
+        classify_one(d, p);
+        return 1;
+}
+
+static int pending_add_full(Discovery *d, int pid, int parent_pid, uint64_t exec_ns, bool exited) {
         if (d->n_pending == d->n_pending_alloc) {
                 size_t n = MAX(d->n_pending_alloc * 2, (size_t) 256);
                 Pending *np = realloc(d->pending, sizeof *np * n);
@@ -226,8 +253,12 @@ static int pending_add(Discovery *d, int pid, uint64_t exec_ns, bool exited) {
                 d->pending = np;
                 d->n_pending_alloc = n;
         }
-        d->pending[d->n_pending++] = (Pending) { pid, exited, exec_ns, d->pending_seq++ };
+        d->pending[d->n_pending++] = (Pending) { pid, parent_pid, exited, exec_ns, d->pending_seq++ };
         return 0;
+}
+
+static int pending_add(Discovery *d, int pid, uint64_t exec_ns, bool exited) {
+        return pending_add_full(d, pid, 0, exec_ns, exited);
 }
 
 static void on_event(const ProcEvent *ev, void *userdata) {
@@ -245,6 +276,8 @@ static void on_event(const ProcEvent *ev, void *userdata) {
         }
         switch (ev->type) {
         case PROC_EV_FORK:
+                (void) pending_add_full(d, ev->pid, ev->parent_pid > 0 ? ev->parent_pid : 0, 0, false);
+                break;
         case PROC_EV_UID:
                 (void) pending_add(d, ev->pid, 0, false);
                 break;
@@ -296,19 +329,31 @@ static void on_batch(void *userdata) {
          * batch is not in the table any more and costs nothing. */
         qsort(d->pending, d->n_pending, sizeof *d->pending, pending_cmp);
         for (size_t i = 0; i < d->n_pending;) {
-                int pid = d->pending[i].pid;
+                int pid = d->pending[i].pid, parent = 0;
                 uint64_t exec_ns = 0;
-                bool exited = false;
+                bool exited = false, fork_only = true;
                 /* Only what followed the last exit counts (a pid reused
                  * within one batch); a process that forked, exec'd and
                  * exited within it is never read at all. */
                 for (; i < d->n_pending && d->pending[i].pid == pid; i++) {
-                        exited = d->pending[i].exited;
-                        exec_ns = exited ? 0 : MAX(exec_ns, d->pending[i].exec_ns);
+                        const Pending *e = &d->pending[i];
+                        exited = e->exited;
+                        if (exited) {
+                                exec_ns = 0, parent = 0, fork_only = true;
+                                continue;
+                        }
+                        exec_ns = MAX(exec_ns, e->exec_ns);
+                        if (e->parent_pid > 0)
+                                parent = e->parent_pid;
+                        else
+                                fork_only = false;
                 }
                 if (exited)
                         continue;
-                if (refresh_pid(d, pid, exec_ns) == -ENOMEM)
+                int r = fork_only && parent > 0 ? refresh_forked(d, pid, parent) : -EAGAIN;
+                if (r == -EAGAIN)
+                        r = refresh_pid(d, pid, exec_ns);
+                if (r == -ENOMEM)
                         log_oom();
         }
         d->n_pending = 0;

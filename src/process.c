@@ -151,6 +151,66 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         return 0;
 }
 
+static char *strdup_or_null(const char *s, bool *oom) {
+        if (!s)
+                return NULL;
+        char *c = strdup(s);
+        if (!c)
+                *oom = true;
+        return c;
+}
+
+int process_read_forked(const Root *root, int pid, const Process *parent, Process *p) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *cg = NULL, *unit = NULL, *vm = NULL;
+        ProcStat st;
+        bool oom = false;
+        int r;
+
+        r = root_open_pid_dir(root, pid, &dfd);
+        if (r < 0)
+                return r;
+        r = procfs_read_stat(dfd, &st);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        if (st.state == 'X' || (st.state == 'Z' && st.num_threads <= 1))
+                return -ESRCH;
+        r = read_cgroup(dfd, &cg);
+        if (r == -ENOMEM || r == -ESRCH)
+                return r;
+        if (cg && (cgroup_path_get_unit(cg, &unit) < 0 || cgroup_path_get_machine(cg, &vm) < 0))
+                return -ENOMEM;
+
+        uint64_t discovered = p->pid == pid ? p->discovered_usec : 0, gen = p->generation;
+        process_done(p);
+        p->pid = pid;
+        p->discovered_usec = discovered;
+        p->generation = gen;
+        long hz = sysconf(_SC_CLK_TCK);
+        p->start_time_ticks = st.start_time_ticks;
+        p->start_time_usec = st.start_time_ticks * USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
+        p->ppid = st.ppid;
+        strscpy(p->comm, sizeof p->comm, st.comm);
+        p->kthread = proc_stat_is_kthread(&st);
+        p->zombie_leader = st.state == 'Z';
+        p->threads = (unsigned) MAX(st.num_threads, 1);
+        p->uid = parent->uid;
+        p->euid = parent->euid;
+        p->rss_anon_kib = parent->rss_anon_kib;
+        p->exe = strdup_or_null(parent->exe, &oom);
+        p->cmdline = strdup_or_null(parent->cmdline, &oom);
+        p->cmdline_read = parent->cmdline_read;
+        p->cgroup = TAKE_PTR(cg);
+        p->unit = TAKE_PTR(unit);
+        p->vm_name = TAKE_PTR(vm);
+        if (oom)
+                return -ENOMEM;
+        p->facts_usec = now_usec(CLOCK_MONOTONIC);
+        if (!p->discovered_usec)
+                p->discovered_usec = p->facts_usec;
+        return 0;
+}
+
 /* Open addressing with linear probing and tombstones: removal never moves
  * an entry, so removing while iterating is safe. */
 #define TOMBSTONE ((Process *) (uintptr_t) 1)
