@@ -204,8 +204,17 @@ expect_error org.ksmtuned2.Error.ReloadFailed Reload
 grep -q "running configuration is kept" <<<"$out" || fail "ReloadFailed message: $out"
 cp "$tmp/k.conf.good" "$tmp/k.conf"
 [ "$(prop IntervalUSec)" = "t 300000" ] || fail "a failed reload changed the configuration"
+# A metrics path that cannot be written: said once, tuning goes on.
+sed "s|^TextfilePath=.*|TextfilePath=$tmp/no-such-dir/ksmtuned2.prom|" "$tmp/k.conf.good" > "$tmp/k.conf"
+send Reload >/dev/null || fail "Reload with an unwritable metrics path"
+t1=$(prop Ticks | cut -d' ' -f2); sleep 1.2; t2=$(prop Ticks | cut -d' ' -f2)
+[ "$t2" -ge $((t1 + 2)) ] || fail "ticks stalled with an unwritable metrics path ($t1 -> $t2)"
+[ "$(grep -c "Cannot write the metrics file $tmp/no-such-dir/ksmtuned2.prom, going on without it: No such file or directory" "$tmp/daemon.log")" = 1 ] ||
+        fail "want one line about the unwritable metrics file"
+cp "$tmp/k.conf.good" "$tmp/k.conf"
+send Reload >/dev/null || fail "Reload back"
 kill -0 "$daemon_pid" || fail "daemon died of malformed calls"
-ok "malformed calls: InvalidMode, InvalidArgs, UnknownMethod, read-only, ReloadFailed; daemon unharmed"
+ok "malformed calls: InvalidMode, InvalidArgs, UnknownMethod, read-only, ReloadFailed; unwritable metrics said once; daemon unharmed"
 
 # --- 7. Clients that disappear mid-call.
 for i in $(seq 20); do
@@ -230,6 +239,8 @@ grep -q "^ksmd: .*CPU [0-9.]*%, blocked on mmap_lock [0-9.]*%, elsewhere [0-9.]*
         fail "status ksmd line: $out"
 grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
+grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
+grep -q "^Memory: .* available of .*iB$" <<<"$out" || fail "status memory: $out"
 grep -q "^Last decisions ([0-9]* in all):" <<<"$out" || fail "status decisions: $out"
 grep -q "  admin    mode auto (was tune-only) (requested over the bus by uid 0)$" <<<"$out" ||
         fail "status does not show the last decision: $out"
