@@ -431,13 +431,18 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         }
         format_policy(policy, sizeof policy, p);
 
+        /* The kernel shows a process's exe only to who may ptrace it: keep
+         * it for root and the process's own user, as /proc would. */
+        uid_t caller = sender_uid(msg);
+        const char *exe = caller == 0 || caller == p->uid ? strempty(p->exe) : "";
+
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
         r = sd_bus_message_append(reply, "a{sv}", 18,
                                   "pid", "i", (int32_t) p->pid,
                                   "comm", "s", p->comm,
-                                  "exe", "s", strempty(p->exe),
+                                  "exe", "s", exe,
                                   "uid", "u", (uint32_t) p->uid,
                                   "cgroup", "s", strempty(p->cgroup),
                                   "unit", "s", strempty(p->unit),
@@ -581,7 +586,8 @@ static void forget_values(ManagerBus *b) {
 }
 
 static void bus_drop(ManagerBus *b) {
-        b->bus = sd_bus_flush_close_unref(b->bus);
+        /* No flush: a bus daemon that hangs must not hang us. */
+        b->bus = sd_bus_close_unref(b->bus);
         b->name_owned = false;
         forget_values(b);
 }
@@ -679,19 +685,19 @@ static int bus_connect(ManagerBus *b) {
                 return 0;
         }
         r = sd_bus_add_object_vtable(bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, b->manager);
-        if (r < 0)
-                return log_error_errno(r, "Cannot publish %s on the bus: %m", BUS_PATH);
-        r = sd_bus_add_filter(bus, NULL, on_bus_message, b);
-        if (r < 0)
-                return log_error_errno(r, "Cannot watch the bus connection: %m");
-        r = sd_bus_request_name_async(bus, NULL, BUS_NAME, 0, on_name_acquired, b);
+        if (r >= 0)
+                r = sd_bus_add_filter(bus, NULL, on_bus_message, b);
+        if (r >= 0)
+                r = sd_bus_request_name_async(bus, NULL, BUS_NAME, 0, on_name_acquired, b);
+        if (r >= 0)
+                r = sd_bus_attach_event(bus, b->manager->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r == -ENOMEM)
+                return log_oom();
         if (r < 0) {
-                bus_outage(b, r, "Cannot ask the system bus for our name");
+                /* Only the bus API is lost, never the tuning. */
+                bus_outage(b, r, "Cannot set up the bus connection");
                 return 0;
         }
-        r = sd_bus_attach_event(bus, b->manager->event, SD_EVENT_PRIORITY_NORMAL);
-        if (r < 0)
-                return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
         b->bus = TAKE_PTR(bus);
         return 0;
 }
