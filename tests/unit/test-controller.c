@@ -329,6 +329,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
+        plan_done(&x.plan);
 }
 
 static void test_trylock_kernel(void **state) {
@@ -366,6 +367,7 @@ static void test_trylock_kernel(void **state) {
         model_init(&m, 4096, 64);
         model_add_window(&m, &w, 1, 200 * MS, 100000);
         assert_int_equal(m.lock_core, KSM_LOCK_CORE_PER_VMA);
+        plan_done(&x.plan);
 }
 
 static void test_advisor(void **state) {
