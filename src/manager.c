@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
+#include "sandbox.h"
 #include "util.h"
 
 static const char *const mode_names[_MANAGER_MODE_MAX] = {
@@ -369,6 +370,16 @@ int manager_startup(Manager *m) {
                 if (r < 0)
                         return log_error_errno(r, "Failed to add watchdog timer: %m");
         }
+
+        /* Last: everything that needs a privilege the sandbox drops is open. */
+        if (m->config.sandbox) {
+                SandboxNeeds needs;
+                sandbox_needs_from_probe(&m->probe, &needs);
+                r = sandbox_apply(&needs);
+                if (r < 0)
+                        return r;
+        } else
+                log_notice("Sandbox=no: keeping every capability, no seccomp filter.");
         return 0;
 }
 
