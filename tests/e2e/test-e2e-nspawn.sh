@@ -229,15 +229,15 @@ case $out in *"ccess denied"*|*AccessDenied*) ;; *) fail "Pause by another user:
 inside busctl call org.ksmtuned2 /org/ksmtuned2 org.ksmtuned2.Manager1 Pause || fail "root cannot Pause"
 inside busctl call org.ksmtuned2 /org/ksmtuned2 org.ksmtuned2.Manager1 Resume || fail "root cannot Resume"
 echo "system bus: Version $v to root, State $u to e2e-user, Pause refused to e2e-user, allowed to root"
-if inside ksmctl --help | grep -q -E '^ +status '; then
-        inside ksmctl status >"$RUN/status.root" 2>&1 || { cat "$RUN/status.root" >&2; fail "ksmctl status as root"; }
-        inside runuser -u e2e-user -- ksmctl status >"$RUN/status.user" 2>&1 ||
-                { cat "$RUN/status.user" >&2; fail "ksmctl status as e2e-user"; }
-        [ -s "$RUN/status.user" ] || fail "ksmctl status printed nothing"
-        echo "ksmctl status: works as root and as e2e-user"
-else
-        echo "ksmctl has no status command yet: bus checked with busctl only"
-fi
+inside ksmctl status >"$RUN/status.root" 2>&1 || { cat "$RUN/status.root" >&2; fail "ksmctl status as root"; }
+grep -q -E '^ksmtuned2 [^ ]+: running' "$RUN/status.root" || { cat "$RUN/status.root" >&2; fail "ksmctl status: not running?"; }
+inside runuser -u e2e-user -- ksmctl status >"$RUN/status.user" 2>&1 ||
+        { cat "$RUN/status.user" >&2; fail "ksmctl status as e2e-user"; }
+grep -q -E '^ksmtuned2 [^ ]+: running' "$RUN/status.user" || { cat "$RUN/status.user" >&2; fail "ksmctl status as e2e-user"; }
+inside runuser -u e2e-user -- ksmctl pause >"$RUN/pause.user" 2>&1
+rc=$?
+[ $rc = 4 ] || { cat "$RUN/pause.user" >&2; fail "ksmctl pause as e2e-user exited $rc, want 4 (access denied)"; }
+echo "ksmctl: status as root and as e2e-user, pause refused to e2e-user (exit 4)"
 
 # 5. reload re-reads the configuration and the policies.
 n_before=$(journal | sed -n 's/^\([0-9]*\) policies in use.*/\1/p' | tail -1)
@@ -256,6 +256,8 @@ wait_journal "^Reloaded configuration $CONF\."
 wait_journal "^$((n_before + 1)) policies in use"
 wait_journal "^pid $sleeper \(ksme2e-sleeper\): [a-z-]+ by $POLICY_DIR/40-e2e.policy:"
 [ "$(inside systemctl is-active ksmtuned2)" = active ] || fail "not active after reload"
+out=$(inside runuser -u e2e-user -- ksmctl explain "$sleeper" 2>&1) || fail "ksmctl explain $sleeper: $out"
+case $out in *40-e2e.policy*) ;; *) fail "ksmctl explain $sleeper does not name 40-e2e.policy: $out";; esac
 echo "reload: max_page_sharing=$mps2, $((n_before + 1)) policies, pid $sleeper now decided by 40-e2e.policy"
 
 # 6. The exposure score systemd-analyze gives the unit (README records it).
