@@ -140,10 +140,14 @@ static void notify_status(Manager *m) {
         uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
 
         format_bytes(saved, sizeof saved, snapshot_saved_bytes(s, page));
+        DiscoveryStatus ds = { .mode = DISCOVERY_POLLING };
+        if (m->discovery)
+                discovery_get_status(m->discovery, &ds);
         (void) sd_notifyf(false, "STATUS=%s run=%" PRIu64 " pages_to_scan=%" PRIu64 " sleep_millisecs=%" PRIu64
-                                 ", saving %s",
+                                 ", saving %s; %" PRIu64 " processes (%s), %" PRIu64 " to merge",
                           m->paused ? "paused" : manager_dry_run(m) ? "[dry-run]" : "tuning", s->ksm.value[KSM_RUN],
-                          s->ksm.value[KSM_PAGES_TO_SCAN], s->ksm.value[KSM_SLEEP_MILLISECS], saved);
+                          s->ksm.value[KSM_PAGES_TO_SCAN], s->ksm.value[KSM_SLEEP_MILLISECS], saved, ds.processes,
+                          discovery_mode_to_string(ds.mode), ds.verdicts[VERDICT_MERGE]);
 }
 
 /* Loads the policies of PolicyDirectories=; a broken file keeps its last
