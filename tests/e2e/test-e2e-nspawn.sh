@@ -153,6 +153,9 @@ CONF=$(inside ksmtuned2 --help | sed -n 's/.*(default \(.*\))$/\1/p')
 inside test -f "$CONF" || fail "meson install did not put the default configuration at $CONF"
 POLICY_DIR=$(dirname "$CONF")/policy.d
 
+# node_exporter's textfile directory, writable for the unit where it exists.
+PROM=/var/lib/prometheus/node-exporter/ksmtuned2.prom
+inside mkdir -p "$(dirname $PROM)"
 old_mps=$(cat $KSM/max_page_sharing)
 mps1=$((old_mps == 300 ? 301 : 300))
 mps2=$((mps1 + 10))
@@ -163,6 +166,8 @@ Interval=500ms
 LogLevel=debug
 [Ksm]
 MaxPageSharing=$1
+[Metrics]
+TextfilePath=$PROM
 CONF
 }
 wait_knob() { # name value
@@ -207,6 +212,10 @@ field() { printf '%s\n' "$status" | awk -v f="$1:" '$1 == f { print $2 }'; }
 [ "$(field Seccomp)" = 2 ] || fail "no seccomp filter"
 [ "$(field NoNewPrivs)" = 1 ] || fail "no_new_privs not set"
 echo "enable --now: active, pid $main with CapEff=$(field CapEff), seccomp, no_new_privs"
+for _ in $(seq 100); do inside test -s $PROM && break; sleep 0.1; done
+[ "$(inside stat -c %a $PROM 2>/dev/null)" = 644 ] || fail "no metrics file $PROM readable by node_exporter"
+inside grep -q '^ksmtuned2_' $PROM || fail "$PROM has no ksmtuned2_ metric"
+echo "metrics: $PROM written through ProtectSystem=strict, mode 644"
 
 # 3. The journal: the start-up line with the probe summary, the sandbox, and
 # the proc connector's fallback (its events do not reach a PID namespace).
