@@ -83,6 +83,30 @@ static void test_parse_good(void **state) {
         conf_diag_free(&d);
 }
 
+/* The example of DESIGN.md §5, inline comments and all. */
+static void test_parse_design_example(void **state) {
+        _cleanup_free_ char *p = path_of("good/50-design.policy");
+        Policy pol;
+        ConfDiag d = {};
+
+        fake_write(&tree, "good/50-design.policy",
+                   "# /etc/ksmtuned2/policy.d/50-vms.policy\n"
+                   "[Match]\n"
+                   "Cgroup=machine.slice/machine-qemu*.scope\n"
+                   "[Merge]\n"
+                   "Mode=auto            ; always | auto | never\n"
+                   "Method=any           ; any | madvise | inject | none (tuning only)\n"
+                   "MinAnonMiB=64\n");
+        assert_int_equal(policy_load_file(p, &pol, &d), 0);
+        dump(&d);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(pol.line, 2);
+        assert_int_equal(pol.mode, POLICY_MODE_AUTO);
+        assert_int_equal(pol.method, MERGE_METHOD_ANY);
+        assert_int_equal(pol.min_anon_mib, 64);
+        policy_done(&pol);
+}
+
 static void test_parse_bad_keys(void **state) {
         _cleanup_free_ char *p = path_of("bad/10-x.policy");
         Policy pol;
@@ -439,6 +463,7 @@ static void test_man_page_has_every_key(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_good),
+                cmocka_unit_test(test_parse_design_example),
                 cmocka_unit_test(test_parse_bad_keys),
                 cmocka_unit_test(test_set_masked_ordered),
                 cmocka_unit_test(test_glob),
