@@ -332,7 +332,13 @@ expect_error org.freedesktop.DBus.Error.InvalidArgs Explain string:1
 [ "$(prop ManagedProcesses | cut -d' ' -f2)" -ge 1 ] || fail "ManagedProcesses $(prop ManagedProcesses)"
 busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE ListProcesses | grep -q "\"ksm-workload\"" || fail "busctl ListProcesses"
 as_nobody busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE ListCgroups >/dev/null || fail "busctl ListCgroups as nobody"
-ok "ksmctl list (--all, --json), list --cgroups (--json), explain (--json, missing pid exit 5), as nobody too"
+# reload picks up a policy that now decides otherwise, and explain says so.
+printf '[Match]\nExe=%s\n[Merge]\nMode=never\n' "$KSM_WORKLOAD" > "$tmp/policy.d/40-never.policy"
+"$KSMCTL" reload || fail "ksmctl reload with a new policy"
+wait_for 5 sh -c "'$KSMCTL' explain $wl_pid | grep -q '^  verdict: dont-merge'" || fail "reload did not reclassify: $("$KSMCTL" explain $wl_pid)"
+"$KSMCTL" explain $wl_pid | grep -q "^  policy:  $tmp/policy.d/40-never.policy:1$" || fail "explain after reload: $("$KSMCTL" explain $wl_pid)"
+rm "$tmp/policy.d/40-never.policy"; "$KSMCTL" reload || fail "ksmctl reload"
+ok "ksmctl list (--all, --json), list --cgroups (--json), explain (--json, missing pid exit 5), as nobody too; reload reclassifies"
 
 # --- 9. The bus goes away and comes back: the daemon tunes on and reconnects.
 private_bus_stop
