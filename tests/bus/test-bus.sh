@@ -280,6 +280,12 @@ python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$tmp/m
 "$KSMCTL" monitor > "$tmp/monitor.txt" & mon=$!
 sleep 1; kill -TERM $mon; wait $mon; rc=$?
 [ $rc = 0 ] && grep -q "^ksmtuned2 .*: running" "$tmp/monitor.txt" || fail "ksmctl monitor (human) rc=$rc"
+# On a terminal each frame clears the screen; Ctrl-C still ends it with 0.
+if command -v script >/dev/null; then
+        script -qec "timeout --preserve-status -s INT 1.5 '$KSMCTL' monitor --interval=200ms" "$tmp/tty" >/dev/null; rc=$?
+        [ $rc = 0 ] || fail "ksmctl monitor on a terminal exited $rc on SIGINT"
+        [ "$(grep -o $'\033\[2J' "$tmp/tty" | wc -l)" -ge 3 ] || fail "ksmctl monitor on a terminal did not redraw"
+fi
 ok "ksmctl: status (human, --json, as nobody), set-mode, pause, resume, reload, monitor ($frames frames, clean Ctrl-C)"
 
 # --- 8b. Processes: list, list --cgroups, explain, as nobody too.
