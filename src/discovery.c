@@ -650,9 +650,12 @@ int discovery_tick(Discovery *d, Plan *plan) {
 
         if (d->mode == DISCOVERY_POLLING) {
                 d->events = proc_events_free(d->events); /* after a read error */
-                r = discovery_scan(d);
-                if (r == -ENOMEM)
-                        return r;
+                /* Sliced too: a scan per tick must not stall the loop either. */
+                if (!resync_running(d)) {
+                        r = resync_begin(d);
+                        if (r == -ENOMEM)
+                                return r;
+                }
         } else {
                 if (!resync_running(d) && (d->overflowed || now - d->last_scan_done_usec >= d->opts.resync_interval_usec)) {
                         r = resync_begin(d);

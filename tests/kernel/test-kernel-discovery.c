@@ -470,6 +470,36 @@ static void test_zombies_leave_no_entries(void **state) {
         discovery_free(d);
 }
 
+/* Polling (the fallback): each tick starts a sliced scan; new processes
+ * appear and gone ones leave without any event. */
+static void test_polling_fallback(void **state) {
+        char policy[512];
+        snprintf(policy, sizeof policy, "[Match]\nCgroup=%s\n[Merge]\nMode=always\n", cgroup_name);
+        write_policy("50-test.policy", policy);
+        DiscoveryOptions o = { .force_polling = true };
+        Discovery *d = new_discovery(&o);
+        DiscoveryStatus st;
+        discovery_get_status(d, &st);
+        assert_int_equal(st.mode, DISCOVERY_POLLING);
+        assert_string_equal(st.mode_reason, "polling requested");
+
+        int go;
+        pid_t pid = spawn_in_cgroup((char *[]) { "/bin/sleep", "30", NULL }, &go);
+        assert_int_equal(write(go, "x", 1), 1);
+        usleep(100 * 1000);
+        run_loop_for(100 * USEC_PER_MSEC);
+        assert_null(process_table_get(discovery_processes(d), pid)); /* no events: not seen yet */
+        assert_int_equal(discovery_tick(d, NULL), 0);
+        Want w = { pid, "sleep" };
+        assert_true(run_loop_until(has_verdict, d, &w, 2 * USEC_PER_SEC) > 0);
+        assert_int_equal(process_table_get(discovery_processes(d), pid)->verdict.action, VERDICT_MERGE);
+
+        reap(pid);
+        assert_int_equal(discovery_tick(d, NULL), 0);
+        assert_true(run_loop_until(is_gone, d, &pid, 2 * USEC_PER_SEC) > 0);
+        discovery_free(d);
+}
+
 /* In a PID namespace the kernel accepts the connector's LISTEN and then
  * sends nothing: the self-test notices, and discovery polls /proc instead,
  * saying why. */
@@ -656,6 +686,7 @@ int main(void) {
                 cmocka_unit_test(test_storm_leaves_no_stale_entries),
                 cmocka_unit_test(test_overflow_resyncs),
                 cmocka_unit_test(test_sliced_resync_sweeps),
+                cmocka_unit_test(test_polling_fallback),
                 cmocka_unit_test(test_zombies_leave_no_entries),
                 cmocka_unit_test(test_pid_namespace_falls_back_to_polling),
                 cmocka_unit_test(test_contended_process_does_not_stall_others),
