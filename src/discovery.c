@@ -485,7 +485,6 @@ int discovery_scan(Discovery *d) {
         return 0;
 }
 
-static void set_polling(Discovery *d, const char *fmt, ...) _printf_(2, 3);
 static void set_polling(Discovery *d, const char *fmt, ...) {
         va_list ap;
         d->mode = DISCOVERY_POLLING;
@@ -495,47 +494,52 @@ static void set_polling(Discovery *d, const char *fmt, ...) {
         log_notice("Process discovery falls back to polling /proc every tick: %s.", d->mode_reason);
 }
 
-int discovery_start(Discovery *d) {
+/* Opens and verifies the connector; on any failure says why and polls. */
+static int start_events(Discovery *d) {
+        char t[32];
         int r;
+
+        r = proc_events_open(d->opts.events_rcvbuf_bytes, &d->events);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                set_polling(d, "proc connector unavailable (%s%s)", strerrorname_np(-r) ?: "?",
+                            r == -EPERM ? ": needs CAP_NET_ADMIN in the initial user namespace" : "");
+                return 0;
+        }
+        r = proc_events_self_test(d->events, d->opts.self_test_timeout_usec);
+        if (r < 0) {
+                d->events = proc_events_free(d->events);
+                set_polling(d, "no proc event for a test child within %s (%s; a PID namespace?)",
+                            format_timespan(t, sizeof t, d->opts.self_test_timeout_usec), strerrorname_np(-r) ?: "?");
+                return 0;
+        }
+        ProcEventsHandlers h = { .on_event = on_event, .on_overflow = on_overflow, .on_batch = on_batch,
+                                 .on_error = on_events_error, .userdata = d };
+        r = proc_events_attach(d->events, d->event, &h);
+        if (r < 0) {
+                d->events = proc_events_free(d->events);
+                set_polling(d, "cannot watch the connector socket (%s)", strerrorname_np(-r) ?: "?");
+                return 0;
+        }
+        d->mode = DISCOVERY_EVENTS;
+        strscpy(d->mode_reason, sizeof d->mode_reason, "proc connector");
+        log_info("Process discovery: proc connector events (self-test passed).");
+        return 0;
+}
+
+int discovery_start(Discovery *d) {
+        int r = 0;
 
         if (d->opts.force_polling)
                 set_polling(d, "polling requested");
         else if (!isempty(d->root->prefix))
                 /* The connector reports the real host's processes, not the tree's. */
                 set_polling(d, "proc and sys are read below %s", d->root->prefix);
-        else {
-                r = proc_events_open(d->opts.events_rcvbuf_bytes, &d->events);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        errno = -r;
-                        set_polling(d, "proc connector unavailable (%s%s)", strerrorname_np(-r) ?: "?",
-                                    r == -EPERM ? ": needs CAP_NET_ADMIN in the initial user namespace" : "");
-                } else {
-                        r = proc_events_self_test(d->events, d->opts.self_test_timeout_usec);
-                        if (r < 0) {
-                                char t[32];
-                                set_polling(d, "no proc event for a test child within %s (%s; a PID namespace?)",
-                                            format_timespan(t, sizeof t, d->opts.self_test_timeout_usec),
-                                            strerrorname_np(-r) ?: "?");
-                                d->events = proc_events_free(d->events);
-                        } else {
-                                ProcEventsHandlers h = { .on_event = on_event, .on_overflow = on_overflow,
-                                                         .on_batch = on_batch, .on_error = on_events_error,
-                                                         .userdata = d };
-                                r = proc_events_attach(d->events, d->event, &h);
-                                if (r < 0) {
-                                        set_polling(d, "cannot watch the connector socket (%s)",
-                                                    strerrorname_np(-r) ?: "?");
-                                        d->events = proc_events_free(d->events);
-                                } else {
-                                        d->mode = DISCOVERY_EVENTS;
-                                        strscpy(d->mode_reason, sizeof d->mode_reason, "proc connector");
-                                        log_info("Process discovery: proc connector events (self-test passed).");
-                                }
-                        }
-                }
-        }
+        else
+                r = start_events(d);
+        if (r < 0)
+                return r;
         return discovery_scan(d);
 }
 
