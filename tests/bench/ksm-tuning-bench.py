@@ -38,6 +38,7 @@ import os
 import re
 import resource
 import select
+import shlex
 import signal
 import socket
 import statistics
@@ -498,9 +499,10 @@ class Ksmtuned2(Peer):
     --ksmtuned2-conf."""
     name = "ksmtuned2"
 
-    def __init__(self, binary, extra_conf, outdir):
+    def __init__(self, binary, extra_conf, extra_args, outdir):
         self.binary = binary
         self.extra_conf = extra_conf
+        self.extra_args = extra_args
         self.outdir = outdir
         self.proc = None
         self.count = 0
@@ -523,7 +525,7 @@ class Ksmtuned2(Peer):
         notify.bind(notify_path)
         env = dict(os.environ, NOTIFY_SOCKET=notify_path)
         logf = open(self.logpath, "w")
-        self.proc = subprocess.Popen([self.binary, "--config", conf], stdin=subprocess.DEVNULL, stdout=logf,
+        self.proc = subprocess.Popen([self.binary, "--config", conf] + self.extra_args, stdin=subprocess.DEVNULL, stdout=logf,
                                      stderr=subprocess.STDOUT, env=env)
         ctx["guard"].track(self.proc)
         logf.close()
@@ -1003,6 +1005,7 @@ def main():
     ap.add_argument("--ksmtuned2", default=os.environ.get("KSMTUNED2",
                                                          os.path.join(SOURCE_ROOT, "build", "src", "ksmtuned2")))
     ap.add_argument("--ksmtuned2-conf", default=None, help="extra configuration appended to the bench config")
+    ap.add_argument("--ksmtuned2-args", default="", help="extra daemon arguments, e.g. \"--log-level=debug\"")
     ap.add_argument("--workload", default=os.environ.get("KSM_WORKLOAD", os.path.join(
         SOURCE_ROOT, "build", "tests", "helpers", "ksm-workload")))
     ap.add_argument("--output", default=None, help="directory for results.json and daemon logs")
@@ -1043,7 +1046,7 @@ def main():
         elif n == "ksmtuned":
             peers.append(ClassicKsmtuned())
         elif n == "ksmtuned2":
-            peers.append(Ksmtuned2(args.ksmtuned2, args.ksmtuned2_conf, outdir))
+            peers.append(Ksmtuned2(args.ksmtuned2, args.ksmtuned2_conf, shlex.split(args.ksmtuned2_args), outdir))
         else:
             ap.error(f"unknown peer {n}")
 
