@@ -793,11 +793,15 @@ def fmt(v, spec="{:.2f}"):
     return "-" if v is None else spec.format(v)
 
 
-def spread(values, spec):
+def spread(values, spec=None):
+    """Half the range of the repeats, relative to their median: "±12%"."""
     v = [x for x in values if x is not None]
     if len(v) < 2:
         return ""
-    return "[" + spec.format(min(v)) + ".." + spec.format(max(v)) + "]"
+    m = statistics.median(v)
+    if m == 0:
+        return "±0%" if max(v) == min(v) else "±inf"
+    return f"±{50 * (max(v) - min(v)) / abs(m):.0f}%"
 
 
 def merge_cell(runs, timeout):
@@ -807,7 +811,7 @@ def merge_cell(runs, timeout):
     done = [t for t in times if t is not None]
     cell = f"{statistics.median(done):.2f}s"
     if len(done) > 1:
-        cell += f" [{min(done):.2f}..{max(done):.2f}]"
+        cell += " " + spread(done)
     if len(done) < len(times):
         cell += f" ({len(times) - len(done)}x >{timeout:.0f}s)"
     return cell

@@ -113,7 +113,7 @@ class Targets(unittest.TestCase):
         bench.print_table("S1", res["S1"], 120, out)
         bench.print_ratios("S1", res["S1"], out)
         text = out.getvalue()
-        self.assertIn("0.16s [0.15..0.17]", text)   # median and spread of the two repeats
+        self.assertIn("0.16s ±6%", text)            # median and half-range of the two repeats
         self.assertIn(">120s", text)                # the timeout, never a number
         self.assertIn("ksmtuned2 / aggressive: merge 5.62x", text)
         self.assertIn("ksmtuned2 / ksmtuned: merge peer never", text)
