@@ -1003,6 +1003,27 @@ def print_targets(lines, out):
 
 # --------------------------------------------------------------------------- main
 
+def save_results(outdir, args, runs):
+    """After every run, so an interrupted benchmark keeps what it measured;
+    --report re-prints the tables from it."""
+    tmp = os.path.join(outdir, "results.json.tmp")
+    with open(tmp, "w") as f:
+        json.dump({"timeout": args.timeout, "tail": args.tail, "runs": runs}, f, indent=1)
+    os.replace(tmp, os.path.join(outdir, "results.json"))
+
+
+def report(path, out):
+    with open(path) as f:
+        data = json.load(f)
+    results = {}
+    for r in data["runs"]:
+        results.setdefault(r["scenario"], {}).setdefault(r["peer"], []).append(r)
+    for s in sorted(results):
+        print_table(s, results[s], data["timeout"], out)
+        print_ratios(s, results[s], out)
+    print_targets(evaluate_targets(results), out)
+
+
 def main():
     ap = argparse.ArgumentParser(description="ksmtuned2 against its peers on this machine's real KSM.")
     ap.add_argument("--quick", action="store_true",
@@ -1025,7 +1046,11 @@ def main():
         SOURCE_ROOT, "build", "tests", "helpers", "ksm-workload")))
     ap.add_argument("--output", default=None, help="directory for results.json and daemon logs")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target fails (default: report only)")
+    ap.add_argument("--report", metavar="RESULTS_JSON", help="print the tables of an earlier run and exit")
     args = ap.parse_args()
+    if args.report:
+        report(args.report, sys.stdout)
+        return 0
 
     quick = args.quick
     scenarios = (args.scenarios or ("S1,S2,S5" if quick else "S1,S2,S3,S4,S5")).split(",")
@@ -1109,6 +1134,7 @@ def main():
                         guard.release()
                     by_peer.setdefault(p.name, []).append(r)
                     all_runs.append(r)
+                    save_results(outdir, args, all_runs)
                     merge = (f"{r['merge_s']:.2f}s" if r["merge_s"] is not None else
                              (f">{args.timeout:.0f}s (merging {r['merging_reached']}/{r['expected']})"
                               if r["timed_out"] else "-"))
@@ -1129,8 +1155,7 @@ def main():
         status = 130
     finally:
         guard.release()
-        with open(os.path.join(outdir, "results.json"), "w") as f:
-            json.dump(all_runs, f, indent=1)
+        save_results(outdir, args, all_runs)
         ru = resource.getrusage(resource.RUSAGE_SELF)
         wall = time.monotonic() - t_begin
         print(f"\ntotal {wall:.0f}s (the harness itself used {100 * (ru.ru_utime + ru.ru_stime) / wall:.1f}% "

@@ -118,6 +118,24 @@ class Targets(unittest.TestCase):
         self.assertIn("ksmtuned2 / aggressive: merge 5.62x", text)
         self.assertIn("ksmtuned2 / ksmtuned: merge peer never", text)
 
+    def test_report_from_results_json(self):
+        import json
+        import tempfile
+        runs = []
+        for peer, r in (("aggressive", run(0.15, 10.0)), ("ksmtuned2", run(0.5, 1.0))):
+            r.update(scenario="S1", peer=peer)
+            runs.append(r)
+        with tempfile.TemporaryDirectory() as d:
+            class Args:
+                timeout = 120.0
+                tail = 20.0
+            bench.save_results(d, Args, runs)
+            out = io.StringIO()
+            bench.report(os.path.join(d, "results.json"), out)
+        text = out.getvalue()
+        self.assertIn("== S1 quiet victim", text)
+        self.assertIn("PASS  S1 merge time <= max(2x aggressive, aggressive + 1 s): 0.50s vs bound 1.15s", text)
+
 
 if __name__ == "__main__":
     unittest.main()
