@@ -1,0 +1,94 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# With the daemon running on real KSM: a victim's duplicates merge quickly
+# (the daemon sees it enter KSM through its private tracefs instance and
+# bursts), ksmd's rate comes back down once full scans stop finding new
+# sharing, the decisions say why, and SIGTERM puts every knob back and
+# removes the tracefs instance.
+set -u
+. "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+
+tmp=$(mktemp -d)
+daemon_pid=
+victim_pid=
+cleanup() {
+        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        exec 8>&- 2>/dev/null
+        wait 2>/dev/null
+        rm -rf "$tmp"
+}
+trap 'cleanup; ksm_guard_restore' EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- daemon log" >&2; cat "$tmp/log" >&2; exit 1; }
+
+tracefs=/sys/kernel/tracing
+if [ ! -d "$tracefs/events" ]; then
+        mount -t tracefs nodev "$tracefs" 2>/dev/null || echo "note: no tracefs; the daemon tunes from counters alone"
+fi
+
+# The state the machine is left in between tests.
+echo 0 > $KSM/run
+echo 100 > $KSM/pages_to_scan
+echo 20 > $KSM/sleep_millisecs
+echo none > $KSM/advisor_mode
+before=$(ksm_guard_knobs_now)
+rate() { echo $(( $(cat $KSM/pages_to_scan) * 1000 / ($(cat $KSM/sleep_millisecs) + 1) )); }
+
+mkdir -p "$tmp/run" "$tmp/policy.d"
+cat > "$tmp/k.conf" <<CONF
+[Daemon]
+Interval=1s
+RuntimeDirectory=$tmp/run
+PolicyDirectories=$tmp/policy.d
+LogLevel=debug
+CONF
+"$KSMTUNED2" --config "$tmp/k.conf" 2>"$tmp/log" &
+daemon_pid=$!
+for _ in $(seq 50); do [ "$(cat $KSM/run)" = 1 ] && break; sleep 0.1; done
+[ "$(cat $KSM/run)" = 1 ] || fail "daemon did not start ksmd"
+# Nothing to merge yet: the daemon must not scan hard.
+sleep 1
+[ "$(rate)" -le 5000 ] || fail "idle rate $(rate) pages/s is above the kernel defaults"
+if [ -d "$tracefs/instances/ksmtuned2" ]; then have_trace=1; else have_trace=0; fi
+
+# The victim: 2048 unique pages x 4 copies, marked MADV_MERGEABLE by itself.
+start=$(date +%s%N)
+exec 8> >(exec "$KSM_WORKLOAD" --unique 2048 --copies 4 --seed 11 > "$tmp/victim")
+for _ in $(seq 100); do grep -q ready "$tmp/victim" 2>/dev/null && break; sleep 0.05; done
+victim_pid=$(awk '/ready/ {print $2}' "$tmp/victim")
+[ -n "$victim_pid" ] || fail "victim did not start"
+ksm_guard_track "$victim_pid"
+merged=
+for _ in $(seq 300); do
+        [ "$(cat /proc/$victim_pid/ksm_merging_pages)" -ge 8192 ] && { merged=1; break; }
+        sleep 0.05
+done
+took_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ -n "$merged" ] || fail "victim not merged within 15 s ($(cat /proc/$victim_pid/ksm_merging_pages) of 8192 pages)"
+echo "victim merged in $took_ms ms"
+grep -q "burst: " "$tmp/log" || fail "no burst decision logged"
+if [ "$have_trace" = 1 ]; then
+        grep -q "burst: pid $victim_pid (ksm-workload) entered KSM" "$tmp/log" || fail "ksm_enter did not start the burst"
+        # Seen at once, not at the next 1 s tick: well under a second.
+        [ "$took_ms" -lt 3000 ] || fail "merging took $took_ms ms with the ksm_enter wake-up"
+fi
+
+# Once full scans find nothing new, the rate comes back down.
+down=
+for _ in $(seq 100); do
+        [ "$(rate)" -le 5000 ] && grep -q "maintenance: " "$tmp/log" && { down=1; break; }
+        sleep 0.1
+done
+[ -n "$down" ] || fail "ksmd's rate did not come back down: $(cat $KSM/pages_to_scan) pages / $(cat $KSM/sleep_millisecs) ms"
+grep -q "backing off: [0-9]* full scans without new sharing" "$tmp/log" || fail "no back-off decision logged"
+echo "back down to $(rate) pages/s: $(grep -o 'backing off: .*' "$tmp/log" | head -1)"
+# and stays down while nothing changes
+sleep 3
+[ "$(rate)" -le 5000 ] || fail "rate went up again without new memory: $(rate) pages/s"
+[ "$(cat /proc/$victim_pid/ksm_merging_pages)" -ge 8192 ] || fail "victim lost its merged pages"
+
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
+[ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
+after=$(ksm_guard_knobs_now)
+[ "$before" = "$after" ] || fail "knobs differ after SIGTERM: before [$before] after [$after]"
+[ ! -e "$tracefs/instances/ksmtuned2" ] || fail "tracefs instance left behind"
+echo "SIGTERM: knobs restored, tracefs instance removed"
