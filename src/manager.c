@@ -205,13 +205,15 @@ int manager_tick(Manager *m) {
                 plan_done(&actions);
         }
 
-        knob_plan_from_config(&m->config, &plan.knobs);
-        r = tuner_tick(m->tuner, &s, &m->config, &m->decisions, &plan, &m->next_tick_usec);
-        if (r < 0)
-                return log_error_errno(r, "Tuning failed: %m");
-        if (s.ksm_present && manager_may_tune(m))
-                apply_knob_plan(m, &plan.knobs);
-        manager_handle_actions(m, &plan);
+        if (manager_may_tune(m)) {
+                knob_plan_from_config(&m->config, &plan.knobs);
+                r = tuner_tick(m->tuner, &s, &m->config, &m->decisions, &plan, &m->next_tick_usec);
+                if (r < 0)
+                        return log_error_errno(r, "Tuning failed: %m");
+                if (s.ksm_present)
+                        apply_knob_plan(m, &plan.knobs);
+                manager_handle_actions(m, &plan);
+        }
 
         notify_status(m);
         manager_bus_emit_changes(m);
