@@ -110,7 +110,7 @@ const LockHolder *contention_window_worst(const ContentionWindow *w);
 
 typedef struct Tracer Tracer;
 
-/* Creates (or takes over a stale) private instance below root's tracefs
+/* Creates (or replaces a stale) private instance below root's tracefs
  * and enables ksm_enter there. When tracefs is not mounted and mount_ok,
  * mounts it at <sys>/kernel/tracing first (only on the real root) and sets
  * *ret_mounted. -ENOENT: no tracefs, -EOPNOTSUPP: no usable events. */
@@ -119,6 +119,9 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted);
 Tracer *tracer_free(Tracer *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Tracer *, tracer_free);
 
+/* "instances/ksmtuned2", or "instances/ksmtuned2-PID" when another daemon
+ * holds the first. */
+const char *tracer_name(const Tracer *t);
 /* The instance's trace_pipe, non-blocking: poll it for EPOLLIN. */
 int tracer_fd(const Tracer *t);
 bool tracer_has_mmap_lock_events(const Tracer *t);

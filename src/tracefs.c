@@ -451,6 +451,8 @@ struct Tracer {
         bool mmap_lock;
         bool ksm_enter;
         bool window;
+        bool made;                      /* we created the instance: remove it */
+        char name[64];                  /* "instances/ksmtuned2[-PID]" */
         char carry[512];
         size_t n_carry;
 };
@@ -477,8 +479,8 @@ Tracer *tracer_free(Tracer *t) {
          * (EBUSY). */
         safe_close(t->pipe_fd);
         safe_close(t->inst_fd);
-        if (t->tracefs_fd >= 0 && unlinkat(t->tracefs_fd, "instances/" INSTANCE_NAME, AT_REMOVEDIR) < 0)
-                log_debug_errno(negative_errno(), "Cannot remove tracefs instance " INSTANCE_NAME ": %m");
+        if (t->made && unlinkat(t->tracefs_fd, t->name, AT_REMOVEDIR) < 0)
+                log_debug_errno(negative_errno(), "Cannot remove tracefs %s: %m", t->name);
         safe_close(t->tracefs_fd);
         free(t);
         return NULL;
@@ -522,11 +524,25 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
         if (t->tracefs_fd < 0)
                 return negative_errno();
 
-        /* An instance left by a daemon that was killed is taken over: it is
-         * ours by name, and reset below. */
-        if (mkdirat(t->tracefs_fd, "instances/" INSTANCE_NAME, 0700) < 0 && errno != EEXIST)
-                return negative_errno();
-        t->inst_fd = openat(t->tracefs_fd, "instances/" INSTANCE_NAME, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* An instance left by a daemon that was killed has no open files and
+         * can be removed; one that is busy (EBUSY) belongs to another
+         * running instance of the daemon (a test, a second root): that one
+         * keeps it and we take a name of our own. */
+        snprintf(t->name, sizeof t->name, "instances/" INSTANCE_NAME);
+        if (mkdirat(t->tracefs_fd, t->name, 0700) < 0) {
+                if (errno != EEXIST)
+                        return negative_errno();
+                if (unlinkat(t->tracefs_fd, t->name, AT_REMOVEDIR) < 0) {
+                        if (errno != EBUSY)
+                                return negative_errno();
+                        snprintf(t->name, sizeof t->name, "instances/" INSTANCE_NAME "-%d", (int) getpid());
+                        (void) unlinkat(t->tracefs_fd, t->name, AT_REMOVEDIR);
+                }
+                if (mkdirat(t->tracefs_fd, t->name, 0700) < 0)
+                        return negative_errno();
+        }
+        t->made = true;
+        t->inst_fd = openat(t->tracefs_fd, t->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (t->inst_fd < 0)
                 return negative_errno();
 
@@ -563,6 +579,10 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
                 *ret_mounted = mounted;
         *ret = TAKE_PTR(t);
         return 0;
+}
+
+const char *tracer_name(const Tracer *t) {
+        return t->name;
 }
 
 int tracer_fd(const Tracer *t) {

@@ -220,7 +220,7 @@ int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, v
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
-        log_info("Private tracefs instance %s/instances/ksmtuned2: watching ksm_enter%s.", root->tracefs_path,
+        log_info("Private tracefs instance %s/%s: watching ksm_enter%s.", root->tracefs_path, tracer_name(t->tracer),
                  tracer_has_mmap_lock_events(t->tracer) ? ", sampling mmap_lock contention" : "");
         *ret = TAKE_PTR(t);
         return 0;
