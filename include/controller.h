@@ -18,9 +18,9 @@
  *             ksmd's rmap items grew) or a maintenance scan that found new
  *             sharing: scan at BurstCpu of a core, from a CPU allowance
  *             (BurstAllowance) refilled at the CPU budget;
- *   decay     BackoffFullScans full scans without new sharing: the rate
- *             falls geometrically, one step per BurstInterval, in four
- *             steps to
+ *   decay     each full scan without new sharing halves the burst rate;
+ *             one that finds some restores it; after BackoffFullScans in a
+ *             row the burst ends ("backing off") and the controller goes to
  *   maintain  one full scan per MaintenanceScanTime (shorter under memory
  *             pressure), never above the CPU budget;
  *   idle      IdleAfter without new sharing: the slowest rate, or run=0
@@ -71,7 +71,6 @@ typedef struct Controller {
         bool run;
         uint64_t last_change_usec;
         uint64_t backoff_usec;          /* last end of a burst */
-        double decay_factor;            /* rate kept per decay step */
         bool throttled;                 /* burst allowance spent */
 
         double allowance_nsec;          /* ksmd CPU left for bursts */

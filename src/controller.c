@@ -16,10 +16,6 @@
  * after the last back-off, so a workload whose sharing wobbles around
  * MinGainPages cannot make ksmd flap between burst and maintenance. */
 #define REBURST_COOLDOWN_USEC (30 * USEC_PER_SEC)
-/* A decay goes from the burst rate to the maintenance rate in this many
- * geometric steps, one per BurstInterval, each keeping at most half. */
-#define DECAY_STEPS 4
-#define DECAY_MAX_FACTOR 0.5
 /* A burst with nothing to scan (the mm that entered is gone already) ends
  * after this long. */
 #define EMPTY_BURST_USEC (2 * USEC_PER_SEC)
@@ -120,7 +116,7 @@ static double idle_rate(const TuningConfig *cfg) {
 }
 
 static void set_mode(Controller *c, TuneMode mode, uint64_t now) {
-        if (c->mode == TUNE_MODE_BURST && mode != TUNE_MODE_BURST)
+        if ((c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY) && mode == TUNE_MODE_MAINTAIN)
                 c->backoff_usec = now;
         c->mode = mode;
         c->mode_since_usec = now;
@@ -268,7 +264,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         double rate, m_rate = maintenance_rate(m, cfg, need, cpu);
         uint64_t new_pages = m->new_mergeable_total - c->seen_new_mergeable;
         bool entered = m->entered_count != c->seen_entered;
-        char a[32], b[32];
+        char a[32], b[32], t[32];
         TuneMode before = c->mode;
         int r;
 
@@ -276,7 +272,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
 
         /* --- the mode --- */
         if (entered || new_pages >= cfg->burst_min_new_pages) {
-                if (c->mode == TUNE_MODE_BURST)
+                if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
                         ; /* already bursting: the new memory is being scanned */
                 else if (entered && new_pages >= cfg->burst_min_new_pages)
                         decide(d, "tuning", "burst: pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
@@ -287,7 +283,9 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                         decide(d, "tuning", "burst: %s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
                 c->seen_entered = m->entered_count;
                 c->seen_new_mergeable = m->new_mergeable_total;
-                if (c->mode != TUNE_MODE_BURST)
+                if (c->mode == TUNE_MODE_DECAY)
+                        c->mode = TUNE_MODE_BURST;
+                else if (c->mode != TUNE_MODE_BURST)
                         set_mode(c, TUNE_MODE_BURST, now);
         } else if ((c->mode == TUNE_MODE_MAINTAIN || c->mode == TUNE_MODE_IDLE) && m->scans_without_gain == 0 &&
                    m->last_gain_usec > c->mode_since_usec && m->last_scan_gain_pages >= (int64_t) m->min_gain_pages &&
@@ -296,24 +294,24 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                        c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",
                        fmt_pages(a, sizeof a, m, (uint64_t) m->last_scan_gain_pages));
                 set_mode(c, TUNE_MODE_BURST, now);
-        } else if (c->mode == TUNE_MODE_BURST) {
-                if (m->scans_without_gain >= cfg->backoff_full_scans) {
-                        decide(d, "tuning", "backing off: %" PRIu64 " full scans without new sharing (saving %s)",
-                               m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing));
-                        set_mode(c, TUNE_MODE_DECAY, now);
-                        c->decay_factor = MIN(pow(m_rate / MAX(c->rate_pages_per_sec, m_rate), 1.0 / DECAY_STEPS),
-                                              DECAY_MAX_FACTOR);
-                } else if (m->rmap_items == 0 && now - c->mode_since_usec >= EMPTY_BURST_USEC) {
-                        decide(d, "tuning", "backing off: nothing left to scan");
-                        set_mode(c, TUNE_MODE_DECAY, now);
-                        c->decay_factor = DECAY_MAX_FACTOR;
-                }
-        }
-        if (c->mode == TUNE_MODE_DECAY && c->rate_pages_per_sec * c->decay_factor <= m_rate * (1 + RATE_DEADBAND)) {
-                decide(d, "tuning", "maintenance: a full scan of %s every %s",
-                       fmt_pages(a, sizeof a, m, m->rmap_items),
-                       format_timespan(b, sizeof b, cfg->maintenance_scan_time_usec));
-                set_mode(c, TUNE_MODE_MAINTAIN, now);
+        } else if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY) {
+                bool empty = m->rmap_items == 0 && now - c->mode_since_usec >= EMPTY_BURST_USEC;
+                if (m->scans_without_gain >= cfg->backoff_full_scans || empty) {
+                        if (empty)
+                                decide(d, "tuning", "backing off: nothing left to scan");
+                        else
+                                decide(d, "tuning",
+                                       "backing off: %" PRIu64 " full scans without new sharing (saving %s); "
+                                       "maintenance: a full scan of %s every %s",
+                                       m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing),
+                                       fmt_pages(a, sizeof a, m, m->rmap_items),
+                                       format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
+                        set_mode(c, TUNE_MODE_MAINTAIN, now);
+                } else
+                        /* Each full scan that finds nothing halves the rate;
+                         * one that pays restores it. Neither resets the
+                         * burst's start. */
+                        c->mode = m->scans_without_gain > 0 ? TUNE_MODE_DECAY : TUNE_MODE_BURST;
         }
         if (c->mode == TUNE_MODE_MAINTAIN && cfg->idle_after_usec > 0 &&
             now - MAX(m->last_gain_usec, c->mode_since_usec) >= cfg->idle_after_usec) {
@@ -326,6 +324,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         /* --- the rate --- */
         switch (c->mode) {
         case TUNE_MODE_BURST:
+        case TUNE_MODE_DECAY:
                 if (c->allowance_nsec > 0)
                         rate = cfg->burst_cpu_percent / 100.0 * NSEC_PER_SEC / cpu;
                 else {
@@ -333,11 +332,11 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                                 decide(d, "tuning", "burst throttled: allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
                                        format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
                         c->throttled = true;
-                        rate = MAX(budget * NSEC_PER_SEC / cpu, m_rate);
+                        rate = budget * NSEC_PER_SEC / cpu;
                 }
-                break;
-        case TUNE_MODE_DECAY:
-                rate = MAX(c->rate_pages_per_sec * c->decay_factor, m_rate);
+                if (c->mode == TUNE_MODE_DECAY)
+                        rate = ldexp(rate, -(int) MIN(m->scans_without_gain, UINT64_C(30)));
+                rate = MAX(rate, m_rate);
                 break;
         case TUNE_MODE_IDLE:
                 rate = idle_rate(cfg);

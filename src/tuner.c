@@ -13,7 +13,7 @@
  * ~90 bytes, so this is thousands of them; a window's worth is read with
  * the larger budget once the window is closed. */
 #define PIPE_READ_BUDGET (256 * 1024)
-#define WINDOW_READ_BUDGET (8 * 1024 * 1024)
+#define WINDOW_READ_BUDGET (4 * 1024 * 1024)
 /* Without contention in sight a window is still taken now and then, to
  * learn the kernel's locking core and catch trylock failures (which do not
  * show as blocked time). */
@@ -150,8 +150,14 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                 return;
         if (!tick || !tick->run || tick->scanned_pages == 0)
                 return;         /* ksmd idle: nothing to learn */
-        if (t->model.blocked_fraction * 100.0 < cfg->contention_min_blocked_percent)
+        if (t->model.blocked_fraction * 100.0 < cfg->contention_min_blocked_percent) {
+                /* Nothing suggests contention: an occasional window, and
+                 * never during a burst, when every lock call of a fast ksmd
+                 * would be traced for nothing. */
+                if (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY)
+                        return;
                 interval *= QUIET_WINDOW_FACTOR;
+        }
         if (t->window_start_usec != 0 && now - t->window_start_usec < interval)
                 return;
 
@@ -170,7 +176,9 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         /* The pipe is read in one go when the window closes, not woken for
          * every one of its events. */
         (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_OFF);
+        /* the faster of what ksmd just did and what it was just told to do */
         double rate = tick->dt_usec ? (double) tick->scanned_pages * USEC_PER_SEC / (double) tick->dt_usec : 0;
+        rate = MAX(rate, t->controller.rate_pages_per_sec);
         uint64_t len = cfg->contention_window_usec;
         if (rate > 0)
                 len = CLAMP((uint64_t) (WINDOW_KSMD_EVENTS / (4.0 * rate) * USEC_PER_SEC), WINDOW_MIN_USEC, len);
