@@ -30,6 +30,7 @@ struct ProcEvents {
         sd_event_source *io;
         ProcEventsHandlers handlers;
         ProcEventsCounters counters;
+        bool overflow_pending;  /* ENOBUFS seen, resync not yet asked for */
 };
 
 const char *proc_event_type_to_string(ProcEventType t) {
@@ -267,7 +268,7 @@ static void deliver(const ProcEvent *ev, void *userdata) {
 
 int proc_events_drain(ProcEvents *pe, unsigned max_datagrams) {
         Deliver d = { .pe = pe };
-        bool overflow = false;
+        bool emptied = false;
 
         for (unsigned i = 0; i < max_datagrams; i++) {
                 unsigned char *buf = NULL;
@@ -275,13 +276,15 @@ int proc_events_drain(ProcEvents *pe, unsigned max_datagrams) {
                 int r = recv_one(pe, &buf, &len);
                 if (r == -ENOBUFS) {
                         pe->counters.overflows++;
-                        overflow = true;
+                        pe->overflow_pending = true;
                         continue; /* the socket is usable again; read on */
                 }
                 if (r < 0)
                         return r;
-                if (r == 0)
+                if (r == 0) {
+                        emptied = true;
                         break;
+                }
                 if (!buf)
                         continue;
                 pe->counters.datagrams++;
@@ -290,8 +293,17 @@ int proc_events_drain(ProcEvents *pe, unsigned max_datagrams) {
                 free(buf);
         }
         pe->counters.events += d.n;
-        if (overflow && pe->handlers.on_overflow)
+        /* The kernel reports ENOBUFS once per congestion: it sets the
+         * socket error only when NETLINK_S_CONGESTED was clear, and clears
+         * that bit only once the receive queue is empty. Events it drops
+         * while the old backlog is still queued are lost silently, so a
+         * resync before the queue ran dry misses exits that happen in
+         * between (the storm test found a dozen such stale processes after
+         * one overflow). Ask for the resync once the queue is empty. */
+        if (pe->overflow_pending && emptied && pe->handlers.on_overflow) {
+                pe->overflow_pending = false;
                 pe->handlers.on_overflow(pe->handlers.userdata);
+        }
         if (d.n > 0 && pe->handlers.on_batch)
                 pe->handlers.on_batch(pe->handlers.userdata);
         return (int) d.n;
