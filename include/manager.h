@@ -16,6 +16,7 @@
 #include "root.h"
 #include "snapshot.h"
 #include "tuner.h"
+#include "state-dump.h"
 
 /* What the daemon may change, set by an administrator over the bus (SetMode)
  * and kept for the life of the process (a restart starts in auto). Every
@@ -62,6 +63,8 @@ typedef struct Manager {
         uint64_t watchdog_usec;
         bool ready_sent;
         int last_knob_error[_KSM_KEY_MAX]; /* to log a refused write once, not every tick */
+        uint64_t dry_run_said[_KSM_KEY_MAX]; /* "would set" value logged per knob, to say it once */
+        uint64_t dry_run_said_mask;
         DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
 
         /* Set over the bus (Pause/Resume/SetMode), applied from the next tick.
@@ -72,6 +75,7 @@ typedef struct Manager {
         bool paused;
         ManagerBus *bus;                /* NULL until manager_bus_attach() */
         Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
+        LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
 } Manager;
 
 typedef struct ManagerOptions {

@@ -125,6 +125,17 @@ static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
                         continue;
                 }
                 m->last_knob_error[k] = 0;
+                if (r > 0 && manager_dry_run(m)) {
+                        /* A dry run never changes the value, so the same
+                         * "would set" came back every tick (5 a second in
+                         * the storm test): say it once per value. */
+                        uint64_t bit = UINT64_C(1) << k;
+                        if ((m->dry_run_said_mask & bit) && m->dry_run_said[k] == plan->value[k])
+                                continue;
+                        m->dry_run_said_mask |= bit;
+                        m->dry_run_said[k] = plan->value[k];
+                } else if (r == 0)
+                        m->dry_run_said_mask &= ~(UINT64_C(1) << k);
                 if (r > 0) {
                         log_info("%s%s=%s (was %" PRIu64 ")", manager_dry_run(m) ? "[dry-run] would set " : "set ",
                                  ksm_key_to_string((KsmKey) k), v, m->snapshot.ksm.value[k]);
@@ -223,7 +234,9 @@ int manager_tick(Manager *m) {
 
 static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         Manager *m = userdata;
+        uint64_t start = now_usec(CLOCK_MONOTONIC);
         int r = manager_tick(m);
+        loop_stats_record_tick(&m->loop, now_usec(CLOCK_MONOTONIC) - start);
         if (r == -ENOMEM)
                 return sd_event_exit(m->event, r);
         if (!m->ready_sent) {
@@ -291,6 +304,19 @@ static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void
         return 0;
 }
 
+static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+        _cleanup_free_ char *path = NULL;
+        if (asprintf(&path, "%s/state.json", m->config.runtime_dir) < 0)
+                return log_oom();
+        int r = state_dump_write(m, path);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write state dump %s: %m", path);
+        else
+                log_debug("State dumped to %s.", path);
+        return 0;
+}
+
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
         log_info("Received %s, stopping.", strsignal((int) si->ssi_signo));
@@ -308,6 +334,7 @@ int manager_startup(Manager *m) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGUSR1);
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(negative_errno(), "Failed to block signals: %m");
 
@@ -359,6 +386,8 @@ int manager_startup(Manager *m) {
                 r = sd_event_add_signal(m->event, NULL, SIGINT, on_exit_signal, m);
         if (r >= 0)
                 r = sd_event_add_signal(m->event, NULL, SIGHUP, on_sighup, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGUSR1, on_sigusr1, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to install signal handlers: %m");
 
