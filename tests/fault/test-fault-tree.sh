@@ -1,0 +1,79 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Faults on a fake tree (--root), one daemon each:
+#   no-ksm:    sys/kernel/mm/ksm missing -> exit status 4, one clear message;
+#   read-only: knob files on a read-only mount (root ignores file modes, so a
+#              bind mount in a private mount namespace) -> the kernel's errno
+#              is logged once per knob, not once per tick, and ticks go on;
+#   bare:      no ksmd, no tracefs, no PSI, no cgroup2 -> it ticks and
+#              writes its knobs, and restores them on SIGTERM.
+set -u
+. "$SOURCE_ROOT/tests/lib/fake-tree.sh"
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill -KILL $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$tmp"/*.log; do echo "--- $f" >&2; tail -30 "$f" >&2; done; exit 1; }
+
+conf() {
+        mkdir -p "$tmp/run-$1" "$tmp/policy.d"
+        cat > "$tmp/$1.conf" <<CONF
+[Daemon]
+Interval=100ms
+RuntimeDirectory=$tmp/run-$1
+PolicyDirectories=$tmp/policy.d
+[Ksm]
+UseZeroPages=yes
+MaxPageSharing=512
+CONF
+}
+
+# 1. KSM absent.
+fake_tree_minimal "$tmp/no-ksm" no-ksm
+conf no-ksm
+"$KSMTUNED2" --root "$tmp/no-ksm" --config "$tmp/no-ksm.conf" 2>"$tmp/no-ksm.log"
+rc=$?
+[ "$rc" = 4 ] || fail "KSM absent: exit status $rc, want 4"
+[ "$(grep -c . "$tmp/no-ksm.log")" = 1 ] || fail "KSM absent: want exactly one line"
+grep -q "KSM is not available: $tmp/no-ksm/sys/kernel/mm/ksm does not exist" "$tmp/no-ksm.log" ||
+        fail "KSM absent: message does not name the directory"
+echo "KSM absent: exit 4, one line: $(cat "$tmp/no-ksm.log")"
+
+# 2. Knobs read-only, for 20 ticks.
+fake_tree_minimal "$tmp/ro"
+conf ro
+if unshare -m true 2>/dev/null; then
+        unshare -m sh -c 'mount --bind "$1" "$1" && mount -o remount,bind,ro "$1" "$1" && shift && exec "$@"' sh \
+                "$tmp/ro/sys/kernel/mm/ksm" "$KSMTUNED2" --root "$tmp/ro" --config "$tmp/ro.conf" 2>"$tmp/ro.log" &
+        pid=$!
+        sleep 2.2
+        kill -TERM $pid; wait $pid; rc=$?; pid=
+        [ "$rc" = 0 ] || fail "read-only: exit status $rc"
+        grep -q "not writable: observing only" "$tmp/ro.log" || fail "read-only: not said at start"
+        for k in use_zero_pages max_page_sharing; do
+                n=$(grep -c "refused $k=.*Read-only file system" "$tmp/ro.log")
+                [ "$n" = 1 ] || fail "read-only: $k refusal logged $n times, want once"
+        done
+        lines=$(grep -c . "$tmp/ro.log")
+        [ "$lines" -le 12 ] || fail "read-only: $lines log lines in 20 ticks (spam)"
+        echo "read-only knobs: EROFS said once per knob, $lines log lines over ~20 ticks:"; sed "s/^/    /" "$tmp/ro.log"
+else
+        echo "read-only knobs: skipped (no mount namespaces)"
+fi
+
+# 3. A bare tree: no ksmd, tracefs, PSI; still ticks and restores.
+fake_tree_minimal "$tmp/bare"
+conf bare
+"$KSMTUNED2" --root "$tmp/bare" --config "$tmp/bare.conf" 2>"$tmp/bare.log" &
+pid=$!
+for _ in $(seq 50); do
+        [ "$(cat "$tmp/bare/sys/kernel/mm/ksm/max_page_sharing")" = 512 ] && break
+        sleep 0.1
+done
+[ "$(cat "$tmp/bare/sys/kernel/mm/ksm/max_page_sharing")" = 512 ] || fail "bare: knob not applied"
+sleep 1
+kill -TERM $pid; wait $pid; rc=$?; pid=
+[ "$rc" = 0 ] || fail "bare: exit status $rc"
+[ "$(cat "$tmp/bare/sys/kernel/mm/ksm/max_page_sharing")" = 256 ] || fail "bare: knob not restored"
+[ "$(cat "$tmp/bare/sys/kernel/mm/ksm/use_zero_pages")" = 0 ] || fail "bare: knob not restored"
+grep -qiE "error|fail" "$tmp/bare.log" && fail "bare: errors logged"
+echo "bare tree (no ksmd, tracefs, PSI): ticks, applies, restores; $(grep -c . "$tmp/bare.log") log lines"
