@@ -160,8 +160,9 @@ proc_list() {
                 { read -r line <"$f"; } 2>/dev/null || continue
                 rest=${line##*) }
                 set -- $rest
-                # zombies are gone for the daemon (their exit event passed)
-                case $1 in Z|X) continue;; esac
+                # a zombie is gone for the daemon (its exit event passed),
+                # unless it is a leader whose other threads still run
+                case $1 in X) continue;; Z) [ "${18}" -le 1 ] && continue;; esac
                 echo "${line%% *} ${20}"
         done | sort -u
 }
