@@ -12,7 +12,13 @@ if [ ! -f "$san/build.ninja" ]; then
         exit 77
 fi
 "$SOURCE_ROOT/tests/lib/ensure-built.sh" "$san"
-export ASAN_OPTIONS="detect_leaks=1:halt_on_error=1:abort_on_error=1:print_summary=1:detect_stack_use_after_return=1"
+leaks=1
+# The daemon's seccomp filter (Sandbox=yes; KSMTUNED2_SECCOMP_FATAL=1 in
+# tests) refuses the raw clone() LeakSanitizer makes at exit to stop the
+# world: SIGSYS, exit 159. Leaks of the daemon are valgrind's job (suite
+# 'valgrind'); here ASan and UBSan watch the bus paths.
+[ "$suite" = bus ] && leaks=0
+export ASAN_OPTIONS="detect_leaks=$leaks:halt_on_error=1:abort_on_error=1:print_summary=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="halt_on_error=1:abort_on_error=1:print_stacktrace=1:print_summary=1"
 rc=0
 meson test -C "$san" --no-rebuild --suite "$suite" --print-errorlogs --logbase "sanitized-$suite" >"$BUILD_ROOT/sanitized-$suite.log" 2>&1 || rc=$?
