@@ -15,12 +15,16 @@
 /* What the running daemon still needs beyond observing (which always keeps
  * CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, see src/sandbox.c). */
 typedef struct SandboxNeeds {
+        bool inject;            /* ptrace injection: /proc/PID/mem of other users, CAP_DAC_OVERRIDE */
         bool remote_madvise;    /* process_madvise() on other mms: CAP_SYS_NICE */
         bool taskstats;         /* taskstats queries after start-up: CAP_NET_ADMIN */
+        long process_ksm_nrs[3]; /* out-of-tree process_ksm_* system calls to allow, -1 for none */
 } SandboxNeeds;
 
-/* From what the kernel offers: remote MADV_MERGEABLE only where the probe
- * found it works. */
+/* From what the kernel offers: injection where PR_SET_MEMORY_MERGE exists
+ * (policies may ask for it after any reload, and a dropped capability cannot
+ * come back), remote MADV_MERGEABLE only where the probe found it works, the
+ * process_ksm numbers the kernel publishes. */
 void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret);
 
 /* Capability mask (bit n = capability n) that needs keeps. */
@@ -32,13 +36,13 @@ uint64_t sandbox_keep_mask(const SandboxNeeds *needs);
  * has: never fails for lack of a capability it does not hold. */
 int sandbox_drop_capabilities(uint64_t keep_mask);
 
-/* Loads the allow-list into every thread. A refused call returns EPERM and
+/* Loads the allow-list, and the system calls needs adds, into every thread. A refused call returns EPERM and
  * writes one line naming it to stderr (the journal under systemd); with fatal
  * (KSMTUNED2_SECCOMP_FATAL=1, set by the test suites) the line is followed
  * by _exit(159). */
-int sandbox_load_seccomp(bool fatal);
+int sandbox_load_seccomp(const SandboxNeeds *needs, bool fatal);
 
-/* valgrind cannot follow a seccomp filter; it is skipped there. */
+/* Under valgrind, which follows neither seccomp nor libpsx, the sandbox is skipped. */
 bool sandbox_running_on_valgrind(void);
 
 /* Both of the above, logging what was kept and loaded. */

@@ -37,24 +37,37 @@
  * - ksm_stat and ksm_merging_pages are mode 0400, owned by the task's euid:
  *   reading them for other users (QEMU runs as libvirt-qemu) needs
  *   CAP_DAC_READ_SEARCH.
+ * - Injection writes the target's /proc/PID/mem, mode 0600 owned by the
+ *   target's euid: opening it O_RDWR for another user needs CAP_DAC_OVERRIDE
+ *   (CAP_DAC_READ_SEARCH only lets us read it).
  * - The KSM knobs are root's, 0644: writing them as uid 0 needs no
  *   CAP_DAC_OVERRIDE. tracefs instances are root's too.
  * - The proc connector checks CAP_NET_ADMIN when we ask to listen, which
  *   happens before the sandbox; taskstats checks it on every query
  *   (GENL_ADMIN_PERM), so it stays only for a taskstats user.
- * - Remote process_madvise() checks CAP_SYS_NICE (mm/madvise.c). */
+ * - Remote process_madvise() checks CAP_SYS_NICE (mm/madvise.c), as does the
+ *   out-of-tree process_ksm_enable(). */
 #define CAP_BIT(c) (UINT64_C(1) << (c))
 static const uint64_t always_kept = CAP_BIT(CAP_SYS_PTRACE) | CAP_BIT(CAP_DAC_READ_SEARCH);
 
 void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret) {
         *ret = (SandboxNeeds) {
-                .remote_madvise = p->process_madvise_remote_mergeable,
+                .inject = p->prctl_memory_merge,
+                .remote_madvise = p->process_madvise_remote_mergeable || p->process_ksm_syscall,
                 .taskstats = false,     /* no module queries taskstats after start-up yet */
+                .process_ksm_nrs = { -1, -1, -1 },
         };
+        if (p->process_ksm_syscall) {
+                ret->process_ksm_nrs[0] = p->process_ksm_enable_nr;
+                ret->process_ksm_nrs[1] = p->process_ksm_disable_nr;
+                ret->process_ksm_nrs[2] = p->process_ksm_status_nr;
+        }
 }
 
 uint64_t sandbox_keep_mask(const SandboxNeeds *needs) {
         uint64_t m = always_kept;
+        if (needs->inject)
+                m |= CAP_BIT(CAP_DAC_OVERRIDE);
         if (needs->remote_madvise)
                 m |= CAP_BIT(CAP_SYS_NICE);
         if (needs->taskstats)
@@ -142,7 +155,7 @@ static const char *const allow_list[] = {
         /* pthreads (ksmd sampler, readers with deadlines); libpsx */
         "set_robust_list", "get_robust_list", "rseq", "futex", "set_tid_address", "sched_yield",
         "sched_getaffinity", "exit", "exit_group", "gettid", "getpid", "getppid", "prlimit64",
-        "getrlimit", "prctl" /* thread names, PR_CAPBSET_READ */, "capget", "membarrier",
+        "getrlimit", "prctl" /* thread names, PR_CAPBSET_READ */, "capget", "membarrier", "tgkill",
         /* identity: sd-bus credentials, log, User= matching */
         "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid", "uname",
         "sysinfo", "getrusage", "times",
@@ -177,14 +190,14 @@ static int add_argument_rules(scmp_filter_ctx ctx) {
         if (r >= 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
         /* The daemon never signals another process: kill() and
-         * pidfd_send_signal() only with signal 0 (does it exist?), tgkill() only
-         * into our own thread group (pthread_kill, raise, abort). */
+         * pidfd_send_signal() only with signal 0 (does it exist?). tgkill()
+         * is in the plain list: pthread_kill/raise/abort, and the injector
+         * re-sends to the target's thread the signals that arrived while it
+         * held it stopped (ptrace could do worse anyway). */
         if (r >= 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A1(SCMP_CMP_EQ, 0));
         if (r >= 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(pidfd_send_signal), 1, SCMP_A1(SCMP_CMP_EQ, 0));
-        if (r >= 0)
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1, SCMP_A0(SCMP_CMP_EQ, getpid()));
         /* Memory that is writable and executable at once is never needed (the
          * unit also sets MemoryDenyWriteExecute=). */
         const int protected_calls[] = { SCMP_SYS(mmap), SCMP_SYS(mprotect) };
@@ -269,7 +282,7 @@ static void seccomp_releasep(scmp_filter_ctx *ctx) {
                 seccomp_release(*ctx);
 }
 
-int sandbox_load_seccomp(bool fatal) {
+int sandbox_load_seccomp(const SandboxNeeds *needs, bool fatal) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         int r;
 
@@ -302,6 +315,13 @@ int sandbox_load_seccomp(bool fatal) {
         r = add_argument_rules(ctx);
         if (r < 0)
                 return r;
+        /* process_ksm_enable/disable/status: numbers only the kernel knows. */
+        for (size_t i = 0; needs && i < ELEMENTSOF(needs->process_ksm_nrs); i++)
+                if (needs->process_ksm_nrs[i] >= 0) {
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, (int) needs->process_ksm_nrs[i], 0);
+                        if (r < 0)
+                                return r;
+                }
 
         struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO | SA_RESTART };
         sigemptyset(&sa.sa_mask);
@@ -351,6 +371,15 @@ int sandbox_apply(const SandboxNeeds *needs) {
         uint64_t keep = sandbox_keep_mask(needs);
         int r;
 
+        /* valgrind cannot follow a seccomp filter, and it asserts when
+         * libpsx signals the other threads to run capset() (seen with
+         * valgrind 3.19: syswrap-main.c "sci->status.what == SsIdle"). */
+        if (sandbox_running_on_valgrind()) {
+                log_notice("Sandbox skipped under valgrind, which follows neither a seccomp filter nor "
+                           "libpsx's system calls on every thread: keeping every capability.");
+                return 0;
+        }
+
         r = sandbox_drop_capabilities(keep);
         if (r < 0)
                 return log_error_errno(r, "Failed to drop capabilities: %m");
@@ -360,14 +389,9 @@ int sandbox_apply(const SandboxNeeds *needs) {
         uint64_t eff = capget(&h, d) >= 0 ? d[0].effective | (uint64_t) d[1].effective << 32 : 0;
         _cleanup_free_ char *kept = caps_to_string(eff);
 
-        if (sandbox_running_on_valgrind()) {
-                log_notice("Sandbox: kept capabilities %s; seccomp filter skipped under valgrind, "
-                           "which cannot follow it.", isempty(kept) ? "(none)" : kept);
-                return 0;
-        }
         const char *fatal_env = getenv("KSMTUNED2_SECCOMP_FATAL");
         bool fatal = fatal_env && parse_boolean(fatal_env) > 0;
-        r = sandbox_load_seccomp(fatal);
+        r = sandbox_load_seccomp(needs, fatal);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the seccomp filter: %m");
         log_info("Sandbox: kept capabilities %s, dropped all others; seccomp allow-list of %u system calls "

@@ -107,7 +107,7 @@ static void test_capabilities(void **state) {
 }
 
 static int child_filter(void) {
-        if (sandbox_load_seccomp(false) < 0)
+        if (sandbox_load_seccomp(NULL, false) < 0)
                 return 10;
         /* Refused: returns EPERM. */
         if (syscall(SYS_acct, NULL) != -1 || errno != EPERM)
@@ -166,7 +166,7 @@ static void test_filter(void **state) {
 }
 
 static int child_fatal(void) {
-        if (sandbox_load_seccomp(true) < 0)
+        if (sandbox_load_seccomp(NULL, true) < 0)
                 return 10;
         (void) syscall(SYS_acct, NULL);
         return 11; /* not reached */
@@ -184,13 +184,50 @@ static void test_fatal(void **state) {
 static void test_keep_mask(void **state) {
         SandboxNeeds n = {};
         assert_int_equal(sandbox_keep_mask(&n), KEEP);
-        n.remote_madvise = true;
+        n.inject = true;
+        assert_int_equal(sandbox_keep_mask(&n), KEEP | (UINT64_C(1) << CAP_DAC_OVERRIDE));
+        n = (SandboxNeeds) { .remote_madvise = true };
         assert_int_equal(sandbox_keep_mask(&n), KEEP | (UINT64_C(1) << CAP_SYS_NICE));
         n = (SandboxNeeds) { .taskstats = true };
         assert_int_equal(sandbox_keep_mask(&n), KEEP | (UINT64_C(1) << CAP_NET_ADMIN));
-        Probe p = { .process_madvise_remote_mergeable = true };
+
+        Probe p = { .prctl_memory_merge = true };
+        sandbox_needs_from_probe(&p, &n);
+        assert_true(n.inject);
+        assert_false(n.remote_madvise);
+        assert_int_equal(n.process_ksm_nrs[0], -1);
+        p = (Probe) { .process_madvise_remote_mergeable = true };
+        sandbox_needs_from_probe(&p, &n);
+        assert_false(n.inject);
+        assert_true(n.remote_madvise);
+        p = (Probe) { .process_ksm_syscall = true, .process_ksm_enable_nr = 470, .process_ksm_disable_nr = 471,
+                      .process_ksm_status_nr = 472 };
         sandbox_needs_from_probe(&p, &n);
         assert_true(n.remote_madvise);
+        assert_int_equal(n.process_ksm_nrs[0], 470);
+        assert_int_equal(n.process_ksm_nrs[2], 472);
+}
+
+/* A system call number the kernel does not have (like an out-of-tree
+ * process_ksm_enable here) is refused unless needs names it. */
+static int child_extra_nr(void) {
+        const long nr = 998; /* unassigned: ENOSYS when it passes the filter */
+        SandboxNeeds n = { .process_ksm_nrs = { nr, -1, -1 } };
+        if (sandbox_load_seccomp(&n, false) < 0)
+                return 10;
+        if (syscall(nr, 0, 0) != -1 || errno != ENOSYS)
+                return 11;
+        if (syscall(nr + 1, 0, 0) != -1 || errno != EPERM)
+                return 12;
+        return 0;
+}
+
+static void test_extra_nr(void **state) {
+        _cleanup_free_ char *err = NULL;
+        int status = run_child(child_extra_nr, &err);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("extra-nr child failed: status %#x, stderr: %s", status, err);
+        assert_non_null(strstr(err, "refused system call ? (999)"));
 }
 
 int main(void) {
@@ -199,6 +236,7 @@ int main(void) {
                 cmocka_unit_test(test_capabilities),
                 cmocka_unit_test(test_filter),
                 cmocka_unit_test(test_fatal),
+                cmocka_unit_test(test_extra_nr),
         };
         log_set_max_level(LOG_ERR);
         if (sandbox_running_on_valgrind()) {
