@@ -26,6 +26,8 @@ daemon_pid=
 cleanup() {
         [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
         [ -n "${WORKLOAD_PID:-}" ] && kill -KILL "$WORKLOAD_PID" 2>/dev/null
+        [ -n "${hostile_pid:-}" ] && kill -KILL "$hostile_pid" 2>/dev/null && wait "$hostile_pid" 2>/dev/null
+        [ -n "${hostile_cg:-}" ] && rmdir "$hostile_cg" 2>/dev/null
         private_bus_stop
         jobs -p | xargs -r kill -KILL 2>/dev/null
         wait 2>/dev/null
@@ -338,13 +340,48 @@ expect_error org.freedesktop.DBus.Error.InvalidArgs Explain string:1
 [ "$(prop ManagedProcesses | cut -d' ' -f2)" -ge 1 ] || fail "ManagedProcesses $(prop ManagedProcesses)"
 busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE ListProcesses | grep -q "\"ksm-workload\"" || fail "busctl ListProcesses"
 as_nobody busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE ListCgroups >/dev/null || fail "busctl ListCgroups as nobody"
+# A hostile process name: escaped for the terminal, exact in JSON.
+hostile=$'a b"c\033[2J'
+cp "$KSM_WORKLOAD" "$tmp/$hostile"
+mkfifo "$tmp/hostile.in"
+# ... in a cgroup with a hostile name too, where cgroup v2 lets us make one.
+cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)
+hostile_cg=
+if [ -n "$cg2" ] && mkdir "$cg2/ksmtuned2-test-$$ \"q\"\\x2d"$'\001' 2>/dev/null; then
+        hostile_cg="$cg2/ksmtuned2-test-$$ \"q\"\\x2d"$'\001'
+fi
+sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs"; exec "$2" --merge none --unique 1 --copies 1' sh \
+        "$hostile_cg" "$tmp/$hostile" < "$tmp/hostile.in" > "$tmp/hostile.out" &
+hostile_pid=$!
+exec 7>"$tmp/hostile.in" # holds its stdin open: it runs until we close it
+wait_for 5 grep -q "^ready $hostile_pid " "$tmp/hostile.out" || fail "hostile workload did not start"
+wait_for 5 sh -c "'$KSMCTL' list --all | grep -q '^$hostile_pid '" || fail "hostile process not listed"
+"$KSMCTL" list --all | grep "^$hostile_pid " | grep -qF 'a b"c\x1b[2J  ' || fail "hostile comm not escaped: $("$KSMCTL" list --all | grep "^$hostile_pid ")"
+! "$KSMCTL" list --all | grep -q $'\033' || fail "an escape character reached the terminal"
+"$KSMCTL" list --all --json | python3 -c '
+import json, sys
+p = [p for p in json.load(sys.stdin) if p["pid"] == int(sys.argv[1])]
+assert p and p[0]["comm"] == sys.argv[2], p
+' "$hostile_pid" "$hostile" || fail "hostile comm in JSON"
+if [ -n "$hostile_cg" ]; then
+        out=$("$KSMCTL" list --cgroups)
+        grep -qF "/${hostile_cg#$cg2/}" <<<"$out" && fail "a control character reached the terminal: $out"
+        grep -qF "/ksmtuned2-test-$$ \"q\"\\x2d\\x01" <<<"$out" || fail "hostile cgroup not shown escaped: $out"
+        "$KSMCTL" list --cgroups --json | python3 -c '
+import json, sys
+assert any(c["cgroup"] == sys.argv[1] for c in json.load(sys.stdin))
+' "${hostile_cg#$cg2/}" || fail "hostile cgroup in JSON"
+fi
+exec 7>&-; wait "$hostile_pid"; hostile_pid=
+[ -z "$hostile_cg" ] || rmdir "$hostile_cg" || fail "cannot remove $hostile_cg"; hostile_cg=
+
 # reload picks up a policy that now decides otherwise, and explain says so.
 printf '[Match]\nExe=%s\n[Merge]\nMode=never\n' "$KSM_WORKLOAD" > "$tmp/policy.d/40-never.policy"
 "$KSMCTL" reload || fail "ksmctl reload with a new policy"
 wait_for 5 sh -c "'$KSMCTL' explain $wl_pid | grep -q '^  verdict: dont-merge'" || fail "reload did not reclassify: $("$KSMCTL" explain $wl_pid)"
 "$KSMCTL" explain $wl_pid | grep -q "^  policy:  $tmp/policy.d/40-never.policy:1$" || fail "explain after reload: $("$KSMCTL" explain $wl_pid)"
 rm "$tmp/policy.d/40-never.policy"; "$KSMCTL" reload || fail "ksmctl reload"
-ok "ksmctl list (--all, --json), list --cgroups (--json), explain (--json, missing pid exit 5), as nobody too; reload reclassifies"
+ok "ksmctl list (--all, --json), list --cgroups (--json), explain (--json, missing pid exit 5), as nobody too; hostile names escaped; reload reclassifies"
 
 # --- 9. The bus goes away and comes back: the daemon tunes on and reconnects.
 private_bus_stop
