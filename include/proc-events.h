@@ -50,9 +50,11 @@ int proc_events_decode_datagram(const void *buf, size_t len, ProcEventHandler cb
 
 typedef struct ProcEvents ProcEvents;
 
-/* Opens the connector socket and subscribes (PROC_CN_MCAST_LISTEN). Needs
- * CAP_NET_ADMIN in the initial user namespace: -EPERM otherwise;
- * -EPROTONOSUPPORT without the connector. rcvbuf_bytes 0 is the default
+/* Opens the connector socket and subscribes (PROC_CN_MCAST_LISTEN). Older
+ * kernels want CAP_NET_ADMIN in the initial user namespace (-EPERM
+ * otherwise); on 6.18 a process without it subscribes and gets events
+ * (tests/fault: setpriv --bounding-set -net_admin). -EPROTONOSUPPORT
+ * without the connector. rcvbuf_bytes 0 is the default
  * (8 MiB); tests pass a small one to provoke ENOBUFS. */
 int proc_events_open(size_t rcvbuf_bytes, ProcEvents **ret);
 ProcEvents *proc_events_free(ProcEvents *pe);

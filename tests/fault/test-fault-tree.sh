@@ -6,7 +6,12 @@
 #              bind mount in a private mount namespace) -> the kernel's errno
 #              is logged once per knob, not once per tick, and ticks go on;
 #   bare:      no ksmd, no tracefs, no PSI, no cgroup2 -> it ticks and
-#              writes its knobs, and restores them on SIGTERM.
+#              writes its knobs, and restores them on SIGTERM;
+#   pidns:     the real /proc of a new PID namespace, where the kernel takes
+#              the connector's LISTEN and then sends nothing -> polling,
+#              said once, and a process started later is in the model
+#              (SIGUSR1 dump). On 6.18 dropping CAP_NET_ADMIN does not make
+#              the connector unavailable: unprivileged listeners are allowed.
 set -u
 . "$SOURCE_ROOT/tests/lib/fake-tree.sh"
 tmp=$(mktemp -d)
@@ -77,3 +82,24 @@ kill -TERM $pid; wait $pid; rc=$?; pid=
 [ "$(cat "$tmp/bare/sys/kernel/mm/ksm/use_zero_pages")" = 0 ] || fail "bare: knob not restored"
 grep -E "Failed|refused|[Cc]annot|error" "$tmp/bare.log" && fail "bare: errors logged"
 echo "bare tree (no ksmd, tracefs, PSI): ticks, applies, restores; $(grep -c . "$tmp/bare.log") log lines"
+
+# 4. Proc connector unavailable: a PID namespace (dry run: nothing written).
+if [ "$(id -u)" = 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then
+        conf pidns
+        unshare -p -f --mount-proc sh -c '
+                "$1" --dry-run --config "$2" 2>"$3" & d=$!
+                for _ in $(seq 50); do grep -q "falls back to polling" "$3" && break; sleep 0.1; done
+                sleep 30 & s=$!
+                sleep 0.5
+                kill -USR1 $d; sleep 0.5
+                grep -q "\"$s " "$4" && echo found >"$5"
+                kill $s; kill -TERM $d; wait $d; echo $? >"$6"' sh \
+                "$KSMTUNED2" "$tmp/pidns.conf" "$tmp/pidns.log" "$tmp/run-pidns/state.json" "$tmp/pidns.found" \
+                "$tmp/pidns.rc"
+        [ "$(cat "$tmp/pidns.rc")" = 0 ] || fail "pidns: exit status $(cat "$tmp/pidns.rc")"
+        [ "$(grep -c "falls back to polling" "$tmp/pidns.log")" = 1 ] || fail "pidns: polling not said exactly once"
+        [ -f "$tmp/pidns.found" ] || fail "pidns: a process started later is not in the model"
+        echo "connector unavailable (PID namespace): $(grep -o 'falls back to polling.*' "$tmp/pidns.log"); later process found"
+else
+        echo "connector unavailable: skipped (needs root and PID namespaces)"
+fi
