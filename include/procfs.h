@@ -14,6 +14,7 @@
  * tests; readers take a pid directory fd from root_open_pid_dir(). */
 
 #define PF_KTHREAD_FLAG 0x00200000U
+#define PF_EXITING_FLAG 0x00000004U /* in do_exit(): its mm may already be gone */
 
 typedef struct ProcStat {
         int pid;

@@ -355,6 +355,16 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
         }
 
         r = read_flags(pid_dirfd, &f);
+        if (r == -EINVAL) {
+                /* A process past exit_mm() shows an empty ksm_stat, which
+                 * does not parse; it is exiting (PF_EXITING) or a zombie:
+                 * gone, not a failure (tests/fault/test-inject-race saw
+                 * one in ten exiting targets reported "failed"). */
+                ProcStat now;
+                if (procfs_read_stat(pid_dirfd, &now) < 0 || now.state == 'Z' || now.state == 'X' ||
+                    (now.flags & PF_EXITING_FLAG))
+                        r = -ESRCH;
+        }
         if (r < 0) {
                 o->kind = r == -ESRCH ? MERGE_OUTCOME_GONE : MERGE_OUTCOME_FAILED;
                 o->error = -r;
