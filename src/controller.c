@@ -321,47 +321,52 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 set_mode(c, TUNE_MODE_IDLE, now);
         }
 
-        /* --- the rate --- */
-        switch (c->mode) {
-        case TUNE_MODE_BURST:
-        case TUNE_MODE_DECAY:
-                if (c->allowance_nsec > 0)
-                        rate = cfg->burst_cpu_percent / 100.0 * NSEC_PER_SEC / cpu;
-                else {
-                        if (!c->throttled)
-                                decide(d, "tuning", "burst throttled: allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
-                                       format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
-                        c->throttled = true;
-                        rate = budget * NSEC_PER_SEC / cpu;
-                }
+        /* --- the knobs --- */
+        uint64_t p, sl;
+        bool bursting = c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY;
+        if (bursting && c->allowance_nsec <= 0 && !c->throttled) {
+                decide(d, "tuning", "burst throttled: allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
+                       format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
+                c->throttled = true;
+        } else if (bursting && c->allowance_nsec > 0)
+                c->throttled = false;
+
+        if (bursting && !c->throttled) {
+                /* A burst scans the largest batches the bounds allow and
+                 * sets ksmd's CPU share with the sleep alone: a batch costs
+                 * P*c, so d = P*c / (P*c + S). With P fixed, noise in the
+                 * measured cost moves only a short sleep, not the batch. Each
+                 * full scan without new sharing halves the share. */
+                double duty = CLAMP(cfg->burst_cpu_percent / 100.0, 0.01, 0.99);
                 if (c->mode == TUNE_MODE_DECAY)
-                        rate = ldexp(rate, -(int) MIN(m->scans_without_gain, UINT64_C(30)));
-                rate = MAX(rate, m_rate);
-                break;
-        case TUNE_MODE_IDLE:
-                rate = idle_rate(cfg);
-                break;
-        default:
-                rate = m_rate;
-                break;
+                        duty = ldexp(duty, -(int) MIN(m->scans_without_gain, UINT64_C(30)));
+                p = MAX(cfg->min_pages_to_scan, cfg->max_pages_to_scan);
+                double sleep_ms = (double) p * cpu / 1e6 * (1.0 - duty) / duty;
+                sl = (uint64_t) llround(CLAMP(sleep_ms, (double) MIN(cfg->min_sleep_ms, cfg->max_sleep_ms),
+                                              (double) MAX(cfg->min_sleep_ms, cfg->max_sleep_ms)));
+        } else {
+                if (bursting)
+                        rate = budget * NSEC_PER_SEC / cpu;
+                else if (c->mode == TUNE_MODE_IDLE)
+                        rate = idle_rate(cfg);
+                else
+                        rate = m_rate;
+                controller_knobs_for_rate(cfg, MAX(rate, bursting ? m_rate : 0), cpu, &p, &sl);
         }
+        rate = (double) p / ((double) p * cpu / NSEC_PER_SEC + (double) sl / 1000.0);
 
         /* --- hysteresis and rate limits --- */
         bool change = !c->have_knobs || c->mode != before;
-        if (!change) {
+        if (!change && (p != c->pages_to_scan || sl != c->sleep_ms)) {
                 double rel = c->rate_pages_per_sec > 0 ? fabs(rate - c->rate_pages_per_sec) / c->rate_pages_per_sec : 1;
-                uint64_t min_gap = (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
-                                           ? cfg->burst_interval_usec
-                                           : SLOW_CHANGE_INTERVAL_USEC;
+                uint64_t min_gap = bursting ? cfg->burst_interval_usec : SLOW_CHANGE_INTERVAL_USEC;
                 if (rel > RATE_DEADBAND && (rate > c->rate_pages_per_sec || now - c->last_change_usec >= min_gap))
                         change = true;
         }
         if (change) {
-                uint64_t p, s;
-                controller_knobs_for_rate(cfg, rate, cpu, &p, &s);
                 c->rate_pages_per_sec = rate;
                 c->pages_to_scan = p;
-                c->sleep_ms = s;
+                c->sleep_ms = sl;
                 c->last_change_usec = now;
                 c->have_knobs = true;
         }
