@@ -64,7 +64,7 @@ typedef struct TuningConfig {
                 .min_sleep_ms = 10,                                     \
                 .max_sleep_ms = 1000,                                   \
                 .burst_interval_usec = 250 * USEC_PER_MSEC,             \
-                .backoff_full_scans = 3,                                \
+                .backoff_full_scans = 2,                                \
                 .min_gain_pages = 64,                                   \
                 .burst_min_new_pages = 1024,                            \
                 .maintenance_scan_time_usec = 120 * USEC_PER_SEC,       \
