@@ -47,6 +47,15 @@ void strscpy(char *dst, size_t n, const char *src);
 
 uint64_t now_usec(clockid_t clock);
 
+/* Length of the valid UTF-8 sequence at s (1-4), 0 when s does not start one
+ * (overlong forms and surrogates included). */
+size_t utf8_sequence_length(const char *s);
+/* Whether all of s is valid UTF-8 (D-Bus refuses strings that are not). */
+bool utf8_is_valid(const char *s);
+/* A copy of s with every byte that is not part of valid UTF-8 replaced by
+ * U+FFFD; NULL on ENOMEM. */
+char *utf8_make_valid(const char *s);
+
 /* ASCII-only printable copy (control characters as \xNN), for logging names
  * that come from untrusted sources such as a process's comm. */
 char *cescape(const char *s);

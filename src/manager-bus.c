@@ -42,6 +42,24 @@ static uint64_t page_size(void) {
         return p > 0 ? (uint64_t) p : PAGE_SIZE_DEFAULT;
 }
 
+/* D-Bus refuses a string that is not valid UTF-8 and sd-bus fails the
+ * whole message, so one process named "\xff" would break ListProcesses for
+ * everyone. Every string that comes from a process, a file name or a
+ * decision passes through here: returned as is when valid, else as a copy
+ * with U+FFFD in place of each bad byte, valid for the next 15 calls. */
+static const char *bus_str(const char *s) {
+        static char *ring[16];
+        static unsigned next;
+
+        s = strempty(s);
+        if (utf8_is_valid(s))
+                return s;
+        char **slot = &ring[next++ % ELEMENTSOF(ring)];
+        free(*slot);
+        *slot = utf8_make_valid(s);
+        return *slot ?: "";
+}
+
 /* ---- properties ---- */
 
 /* The model's figure (schedstat delta over the latest tick), one for the
@@ -107,7 +125,7 @@ GETTER(property_get_ksmd_pid) {
 
 GETTER(property_get_config_path) {
         const Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", m->config_path);
+        return sd_bus_message_append(reply, "s", bus_str(m->config_path));
 }
 
 GETTER(property_get_interval) {
@@ -223,7 +241,7 @@ GETTER(property_get_last_decisions) {
         if (r < 0)
                 return r;
         for (unsigned i = 0; (d = decision_log_get(&m->decisions, i)); i++) {
-                r = sd_bus_message_append(reply, "(tss)", d->realtime_usec, d->kind, d->text);
+                r = sd_bus_message_append(reply, "(tss)", d->realtime_usec, bus_str(d->kind), bus_str(d->text));
                 if (r < 0)
                         return r;
         }
@@ -361,11 +379,12 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
                 char policy[VERDICT_POLICY_MAX + 16];
 
                 format_policy(policy, sizeof policy, p);
-                r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) p->pid, p->comm, strempty(p->cgroup),
-                                          strempty(p->unit), strempty(p->vm_name), policy, process_verdict(p),
+                r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) p->pid, bus_str(p->comm),
+                                          bus_str(p->cgroup), bus_str(p->unit), bus_str(p->vm_name), bus_str(policy),
+                                          process_verdict(p),
                                           p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
                                           process_merging_enabled(p) > 0, p->ksm_merging_pages,
-                                          process_profit_bytes(p), p->have_verdict ? p->verdict.reason : "");
+                                          process_profit_bytes(p), bus_str(p->have_verdict ? p->verdict.reason : ""));
                 if (r < 0)
                         return r;
         }
@@ -394,8 +413,8 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
         for (size_t i = 0; i < s.n; i++) {
                 const CgroupSavings *c = &s.items[i];
-                r = sd_bus_message_append(reply, "(sssutx)", strempty(c->cgroup), strempty(c->unit),
-                                          strempty(c->vm_name), (uint32_t) c->processes, c->merging_pages,
+                r = sd_bus_message_append(reply, "(sssutx)", bus_str(c->cgroup), bus_str(c->unit),
+                                          bus_str(c->vm_name), (uint32_t) c->processes, c->merging_pages,
                                           c->profit_bytes);
                 if (r < 0)
                         return r;
@@ -441,19 +460,19 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 return r;
         r = sd_bus_message_append(reply, "a{sv}", 18,
                                   "pid", "i", (int32_t) p->pid,
-                                  "comm", "s", p->comm,
-                                  "exe", "s", exe,
+                                  "comm", "s", bus_str(p->comm),
+                                  "exe", "s", bus_str(exe),
                                   "uid", "u", (uint32_t) p->uid,
-                                  "cgroup", "s", strempty(p->cgroup),
-                                  "unit", "s", strempty(p->unit),
-                                  "vm", "s", strempty(p->vm_name),
+                                  "cgroup", "s", bus_str(p->cgroup),
+                                  "unit", "s", bus_str(p->unit),
+                                  "vm", "s", bus_str(p->vm_name),
                                   "kernel_thread", "b", p->kthread,
                                   "rss_anon_bytes", "t", p->rss_anon_kib * 1024,
                                   "verdict", "s", process_verdict(p),
                                   "method", "s", p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
                                   "always", "b", p->have_verdict && p->verdict.always,
-                                  "policy", "s", policy,
-                                  "reason", "s", p->have_verdict ? p->verdict.reason : "",
+                                  "policy", "s", bus_str(policy),
+                                  "reason", "s", bus_str(p->have_verdict ? p->verdict.reason : ""),
                                   "merging", "i", (int32_t) process_merging_enabled(p),
                                   "merging_pages", "t", p->ksm_merging_pages,
                                   "profit_bytes", "x", process_profit_bytes(p),

@@ -9,30 +9,6 @@
 #include "metrics.h"
 #include "util.h"
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when it is not one
- * (overlong forms and surrogates included). */
-static size_t utf8_sequence(const unsigned char *s) {
-        if (s[0] < 0x80)
-                return 1;
-        if (s[0] >= 0xc2 && s[0] <= 0xdf)
-                return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-        if (s[0] >= 0xe0 && s[0] <= 0xef) {
-                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
-                        return 0;
-                if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))
-                        return 0;
-                return 3;
-        }
-        if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-                        return 0;
-                if ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
-                        return 0;
-                return 4;
-        }
-        return 0;
-}
-
 char *metrics_escape_label(const char *s) {
         size_t n = strlen(strempty(s));
         /* Worst case: every byte becomes U+FFFD (3 bytes). */
@@ -42,7 +18,7 @@ char *metrics_escape_label(const char *s) {
         if (!out)
                 return NULL;
         while (*p) {
-                size_t k = utf8_sequence(p);
+                size_t k = utf8_sequence_length((const char *) p);
                 if (*p == '\\' || *p == '"') {
                         *o++ = '\\';
                         *o++ = (char) *p++;

@@ -379,3 +379,54 @@ char *cescape(const char *s) {
         *p = 0;
         return r;
 }
+
+size_t utf8_sequence_length(const char *str) {
+        const unsigned char *s = (const unsigned char *) str;
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (s[0] >= 0xe0 && s[0] <= 0xef) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+                        return 0;
+                if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))
+                        return 0;
+                return 3;
+        }
+        if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+                        return 0;
+                if ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+                        return 0;
+                return 4;
+        }
+        return 0;
+}
+
+bool utf8_is_valid(const char *s) {
+        for (size_t k; *s; s += k)
+                if ((k = utf8_sequence_length(s)) == 0)
+                        return false;
+        return true;
+}
+
+char *utf8_make_valid(const char *s) {
+        /* Worst case: every byte becomes U+FFFD (3 bytes). */
+        char *out = malloc(strlen(s) * 3 + 1), *o = out;
+        if (!out)
+                return NULL;
+        while (*s) {
+                size_t k = utf8_sequence_length(s);
+                if (k == 0) {
+                        memcpy(o, "\xef\xbf\xbd", 3);
+                        o += 3;
+                        s++;
+                } else {
+                        memcpy(o, s, k);
+                        o += k;
+                        s += k;
+                }
+        }
+        *o = 0;
+        return out;
+}

@@ -85,6 +85,13 @@ static void test_escape(void **state) {
         assert_string_equal(a, "a\\\"b\\\\c\\nd");
         assert_string_equal(b, "\xef\xbf\xbd" "x" "\xc3\xa9" "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
         assert_string_equal(c, "");
+
+        /* The same rule for strings sent over the bus. */
+        _cleanup_free_ char *d = utf8_make_valid("ok \xc3\xa9 \xff \xe2\x82 \xf0\x9f\x98\x80");
+        assert_string_equal(d, "ok \xc3\xa9 \xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd \xf0\x9f\x98\x80");
+        assert_true(utf8_is_valid(d));
+        assert_false(utf8_is_valid("\xc0\xaf")); /* overlong '/' */
+        assert_true(utf8_is_valid(""));
 }
 
 static void test_format(void **state) {
