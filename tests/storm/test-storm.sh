@@ -3,7 +3,8 @@
 # Storm: KSMTUNED2_STORM_SECONDS (default 15) of 500 processes a second born
 # and dying (a quarter exec, a quarter exec from a threaded process, every
 # other one in a cgroup of its own, created and removed), with a policy
-# matching them, a SIGHUP reload every 100 ms, and state dumps (SIGUSR1) to
+# matching them, a SIGHUP reload every 100 ms, two bus clients calling
+# ListProcesses back to back (on a private bus), and state dumps (SIGUSR1) to
 # time the loop; halfway the daemon is stopped for a second so that the
 # proc connector overflows. A process of ours verifies its memory throughout. Then:
 #   - no missed exit or birth: the daemon's model (state.json) equals /proc;
@@ -34,6 +35,8 @@ daemon_pid= storm_pid= victim_pid=
 cleanup() {
         [ -n "$storm_pid" ] && kill -TERM "$storm_pid" 2>/dev/null && wait "$storm_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        touch "$tmp/stop-hammer" 2>/dev/null
+        [ "${bus:-0}" = 1 ] && private_bus_stop
         exec 7>&- 2>/dev/null
         wait 2>/dev/null
         [ -n "$cg" ] && [ -d "$cg" ] && { rmdir "$cg"/storm-* 2>/dev/null; rmdir "$cg"; }
@@ -83,6 +86,30 @@ victim_pid=$!
 ksm_guard_track "$victim_pid"
 exec 7>"$tmp/v.in"
 
+# A private system bus, so that clients can hammer the bus API.
+bus=0
+if command -v dbus-daemon >/dev/null && command -v busctl >/dev/null; then
+        . "$SOURCE_ROOT/tests/lib/private-bus.sh"
+        chmod 755 "$tmp"
+        private_bus_start "$tmp" 7>&- && bus=1
+fi
+list_processes() {
+        busctl --system call org.ksmtuned2 /org/ksmtuned2 org.ksmtuned2.Manager1 ListProcesses
+}
+# Calls ListProcesses back to back until told to stop; counts calls and
+# failures, keeps the slowest time.
+hammer() {
+        local n=0 bad=0 worst=0 t0 t1
+        while [ ! -e "$tmp/stop-hammer" ]; do
+                t0=$(date +%s%6N)
+                list_processes >/dev/null 2>&1 || bad=$((bad + 1))
+                t1=$(date +%s%6N)
+                n=$((n + 1))
+                [ $((t1 - t0)) -gt "$worst" ] && worst=$((t1 - t0))
+        done
+        echo "$n $bad $worst" >"$tmp/hammer.$1"
+}
+
 # 7>&-: the victim must see EOF when we close its stdin, not wait for the daemon
 "$KSMTUNED2" --config "$tmp/k.conf" $dry 7>&- 2>"$tmp/log" &
 daemon_pid=$!
@@ -125,6 +152,11 @@ figures() {
 sleep 1
 read -r fd0 rss0 <<<"$(figures)"
 
+if [ "$bus" = 1 ]; then
+        for _ in $(seq 100); do list_processes >/dev/null 2>&1 && break; sleep 0.1; done
+        list_processes >/dev/null 2>&1 || fail "the daemon never answered ListProcesses on the private bus"
+        hammer 1 7>&- & hammer 2 7>&- &
+fi
 "$PROC_STORM" --rate "$rate" --seconds "$seconds" ${cg:+--cgroup "$cg"} >"$tmp/storm.out" 7>&- &
 storm_pid=$!
 reloads=0 i=0 stopped=0
@@ -148,6 +180,14 @@ while kill -0 "$storm_pid" 2>/dev/null; do
 done
 wait "$storm_pid" || fail "storm helper failed: $(cat "$tmp/storm.out")"
 storm_pid=
+hammered=none
+if [ "$bus" = 1 ]; then
+        touch "$tmp/stop-hammer"
+        for _ in $(seq 100); do [ -e "$tmp/hammer.1" ] && [ -e "$tmp/hammer.2" ] && break; sleep 0.1; done
+        read -r n1 bad1 w1 <"$tmp/hammer.1"; read -r n2 bad2 w2 <"$tmp/hammer.2"
+        [ $((bad1 + bad2)) = 0 ] || fail "$((bad1 + bad2)) of $((n1 + n2)) ListProcesses calls failed"
+        hammered="$((n1 + n2)) ListProcesses calls by 2 clients, 0 failed, slowest $(( (w1 > w2 ? w1 : w2) / 1000 )) ms"
+fi
 sleep 2
 read -r fd1 rss1 <<<"$(figures)"
 
@@ -206,6 +246,7 @@ ksm_guard_knobs_now >"$tmp/after_knobs"
 
 echo "$(cat "$tmp/storm.out"); ${reloads} SIGHUP reloads; cgroups under ${cg:-none}"
 echo "while the daemon was stopped: $(cat "$tmp/burst.out")"
+echo "bus: $hammered"
 echo "model vs /proc: $model_n processes, 0 missed exits, 0 missed births (try $try)"
 echo "daemon fds $fd0 -> $fd1, VmRSS $rss0 -> $rss1 kB"
 echo "SIGUSR1 answered in p50 $((lat_p50 / 1000)) ms, max $((lat_max / 1000)) ms over $n_lat dumps;" \
