@@ -15,8 +15,10 @@ daemon_pid=
 a_pid= b_pid=
 cleanup() {
         [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        for p in ${a_pid:-} ${b_pid:-}; do kill -KILL "$p" 2>/dev/null; done
         exec 7>&- 8>&- 2>/dev/null
         wait 2>/dev/null
+        [ -n "${cg:-}" ] && rmdir "$cg" 2>/dev/null
         rm -rf "$tmp"
 }
 trap 'cleanup; ksm_guard_restore' EXIT
@@ -43,9 +45,21 @@ UseZeroPages=yes
 SmartScan=no
 StableNodeChainsPruneMSec=3000
 CONF
+# Only our victims may match (other tests run ksm-workloads too): they live
+# in a cgroup of this test's.
+cg=
+for d in /sys/fs/cgroup/unified /sys/fs/cgroup; do
+        if [ "$(stat -f -c %T "$d" 2>/dev/null)" = cgroup2fs ]; then
+                cg=$d/ksmtuned2-kill-$$
+                mkdir "$cg" || fail "cannot create $cg"
+                match="Cgroup=ksmtuned2-kill-$$"
+                break
+        fi
+done
+[ -n "$cg" ] || match="Comm=ksm-workload-none"
 cat > "$tmp/policy.d/50-workload.policy" <<POLICY
 [Match]
-Comm=ksm-workload
+$match
 [Merge]
 Mode=auto
 Method=any
@@ -56,7 +70,8 @@ POLICY
 # for the daemon's own merge method: injection is killed mid-way too).
 start_victim() {
         mkfifo "$tmp/$1.in"
-        "$KSM_WORKLOAD" --unique 512 --copies 4 --merge "$2" --seed "$3" --verify <"$tmp/$1.in" >"$tmp/$1.out" 2>"$tmp/$1.err" &
+        sh -c '[ -n "$1" ] && echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$cg" \
+                "$KSM_WORKLOAD" --unique 512 --copies 4 --merge "$2" --seed "$3" --verify <"$tmp/$1.in" >"$tmp/$1.out" 2>"$tmp/$1.err" &
         eval "$1_pid=$!"
         ksm_guard_track $!
 }

@@ -36,10 +36,11 @@ cleanup() {
         [ -n "$storm_pid" ] && kill -TERM "$storm_pid" 2>/dev/null && wait "$storm_pid" 2>/dev/null
         [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
         touch "$tmp/stop-hammer" 2>/dev/null
+        [ -n "$victim_pid" ] && kill -KILL "$victim_pid" 2>/dev/null
         [ "${bus:-0}" = 1 ] && private_bus_stop
         exec 7>&- 2>/dev/null
         wait 2>/dev/null
-        [ -n "$cg" ] && [ -d "$cg" ] && { rmdir "$cg"/storm-* 2>/dev/null; rmdir "$cg"; }
+        [ -n "$cg" ] && [ -d "$cg" ] && { rmdir "$cg"/storm-* "$cg/victim" 2>/dev/null; rmdir "$cg"; }
         rm -rf "$tmp"
 }
 trap 'cleanup; ksm_guard_restore' EXIT
@@ -70,9 +71,18 @@ PolicyDirectories=$tmp/policy.d
 [Ksm]
 UseZeroPages=yes
 CONF
+# Only processes of ours may match: other tests on this machine run
+# ksm-workloads too, and the daemon must not change their merging. Ours live
+# in the test's cgroup; without cgroup2, only the storm's comm matches.
+if [ -n "$cg" ]; then
+        mkdir "$cg/victim" || fail "cannot create $cg/victim"
+        match="Cgroup=${cg#"$cgroot"/}"
+else
+        match="Comm=proc-storm"
+fi
 cat > "$tmp/policy.d/50-storm.policy" <<POLICY
 [Match]
-Comm=proc-storm true ksm-workload
+$match
 [Merge]
 Mode=auto
 Method=any
@@ -81,7 +91,8 @@ POLICY
 before_knobs=$(ksm_guard_knobs_now)
 
 mkfifo "$tmp/v.in"
-"$KSM_WORKLOAD" --unique 256 --copies 4 --merge none --verify <"$tmp/v.in" >"$tmp/v.out" 2>"$tmp/v.err" &
+sh -c '[ -n "$1" ] && echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "${cg:+$cg/victim}" \
+        "$KSM_WORKLOAD" --unique 256 --copies 4 --merge none --verify <"$tmp/v.in" >"$tmp/v.out" 2>"$tmp/v.err" &
 victim_pid=$!
 ksm_guard_track "$victim_pid"
 exec 7>"$tmp/v.in"
@@ -137,6 +148,10 @@ dump >/dev/null
 # fds and VmRSS (kB). The loop opens /proc/<pid> and a file in it for every
 # process that starts anywhere on the host, and closes them at once: those
 # are in flight, not held; the lowest of 5 samples counts the rest.
+# Runs a command inside the test's cgroup (when there is one).
+in_cg() {
+        sh -c '[ -n "$1" ] && echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$cg" "$@"
+}
 figures() {
         local best=
         for _ in 1 2 3 4 5; do
@@ -148,7 +163,7 @@ figures() {
 }
 
 # Warm-up: tables and buffers reach their working size.
-"$PROC_STORM" --rate "$rate" --seconds 2 ${cg:+--cgroup "$cg"} >/dev/null || fail "warm-up storm failed"
+in_cg "$PROC_STORM" --rate "$rate" --seconds 2 ${cg:+--cgroup "$cg"} >/dev/null || fail "warm-up storm failed"
 sleep 1
 read -r fd0 rss0 <<<"$(figures)"
 
@@ -157,7 +172,7 @@ if [ "$bus" = 1 ]; then
         list_processes >/dev/null 2>&1 || fail "the daemon never answered ListProcesses on the private bus"
         hammer 1 7>&- & hammer 2 7>&- &
 fi
-"$PROC_STORM" --rate "$rate" --seconds "$seconds" ${cg:+--cgroup "$cg"} >"$tmp/storm.out" 7>&- &
+in_cg "$PROC_STORM" --rate "$rate" --seconds "$seconds" ${cg:+--cgroup "$cg"} >"$tmp/storm.out" 7>&- &
 storm_pid=$!
 reloads=0 i=0 stopped=0
 : >"$tmp/lat"
@@ -168,7 +183,7 @@ while kill -0 "$storm_pid" 2>/dev/null; do
         # daemon must resync from /proc.
         if [ "$stopped" = 0 ] && [ "$(date +%s)" -ge "$half" ]; then
                 kill -STOP "$daemon_pid"
-                "$PROC_STORM" --rate 5000 --seconds 5 >"$tmp/burst.out" 7>&- || fail "burst failed"
+                in_cg "$PROC_STORM" --rate 5000 --seconds 5 >"$tmp/burst.out" 7>&- || fail "burst failed"
                 kill -CONT "$daemon_pid"
                 stopped=1
         fi
