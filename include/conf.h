@@ -95,6 +95,7 @@ typedef struct Config {
         char *runtime_dir;              /* RuntimeDirectory= */
         bool restore_knobs;             /* RestoreKnobsOnExit= */
         bool unmerge_on_exit;           /* UnmergeOnExit= */
+        bool inject_seccomp;            /* InjectIntoSeccomp= */
         bool dry_run;                   /* DryRun= */
         bool sandbox;                   /* Sandbox=: drop capabilities, seccomp filter (start only) */
 

@@ -11,6 +11,7 @@
 #include "discovery.h"
 #include "knobs.h"
 #include "ksmd.h"
+#include "merge.h"
 #include "plan.h"
 #include "probe.h"
 #include "root.h"
@@ -76,6 +77,7 @@ typedef struct Manager {
         ManagerBus *bus;                /* NULL until manager_bus_attach() */
         Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
         LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
+        MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
 } Manager;
 
 typedef struct ManagerOptions {

@@ -80,6 +80,11 @@ typedef struct Process {
         uint64_t verdict_usec;          /* CLOCK_MONOTONIC when the verdict was reached */
         bool verdict_logged;            /* announced at info level (once it outlived a tick) */
         uint64_t action_planned_usec;   /* CLOCK_MONOTONIC of the last ProcessAction planned, 0 none */
+
+        /* The merge actuator's last outcome for it (merge.h), for status and the bus. */
+        char merge_outcome[192];        /* "method inject refused: EBUSY (already traced by pid 77)" */
+        int merge_outcome_kind;         /* MergeOutcomeKind */
+        uint64_t merge_outcome_usec;    /* CLOCK_MONOTONIC, 0 when none yet */
 } Process;
 
 /* Merging is on for the process as far as ksm_stat tells: whole-mm

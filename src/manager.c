@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "manager-bus.h"
+#include "manager-merge.h"
 #include "manager.h"
 #include "sandbox.h"
 #include "util.h"
@@ -74,6 +75,7 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
         ksmd_sampler_stop(m->ksmd_sampler);
+        merge_worker_stop(m->merge);
         discovery_free(m->discovery);
         manager_bus_free(m->bus);
         tuner_free(m->tuner);
@@ -175,17 +177,6 @@ static int manager_load_policies(Manager *m) {
         return 0;
 }
 
-/* The merge actuator carries out ProcessAction entries; until one is
- * wired in, the wanted changes are only logged, never faked. */
-static void manager_handle_actions(Manager *m, const Plan *actions) {
-        for (size_t i = 0; i < actions->n_actions; i++) {
-                const ProcessAction *a = &actions->actions[i];
-                log_info("Planned: %s merging for pid %d (method %s): %s; no merge actuator in this build, not carried out.",
-                         a->action == MERGE_ACTION_ENABLE ? "enable" : "disable", a->pid,
-                         merge_method_to_string(a->method), a->reason);
-        }
-}
-
 int manager_tick(Manager *m) {
         _cleanup_(plan_done) Plan plan = {};
         Snapshot s;
@@ -205,6 +196,7 @@ int manager_tick(Manager *m) {
         ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1 &&
                                                    tuner_wants_sampling(m->tuner)));
 
+        manager_merge_collect(m);
         if (m->discovery) {
                 Plan actions = {};
                 r = discovery_tick(m->discovery, &actions);
@@ -212,7 +204,7 @@ int manager_tick(Manager *m) {
                         plan_done(&actions);
                         return log_oom();
                 }
-                manager_handle_actions(m, &actions);
+                manager_merge_submit(m, &actions);
                 plan_done(&actions);
         }
 
@@ -368,6 +360,10 @@ int manager_startup(Manager *m) {
                         log_warning_errno(r, "Cannot sample ksmd (pid %d), blocked time unknown: %m", m->ksmd_pid);
         }
 
+        r = manager_merge_start(m);
+        if (r < 0)
+                return r;
+
         DiscoveryOptions dopts = { .decisions = &m->decisions };
         r = discovery_new(m->event, m->root, &dopts, &m->discovery);
         if (r < 0)
@@ -432,6 +428,7 @@ int manager_restore(Manager *m) {
 int manager_run(Manager *m) {
         int r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
+        manager_merge_stop(m);
         int k = manager_restore(m);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");

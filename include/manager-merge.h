@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include "manager.h"
+#include "plan.h"
+
+/* The manager's side of the merge actuator (merge.h), kept out of
+ * manager.c: a worker thread carries out the plan's ProcessAction entries
+ * off the loop; each outcome goes back into the process model
+ * (Process.merge_outcome, for status and the bus) and, when something
+ * changed or was refused, into the decision log. */
+
+/* Starts the worker; after the probe (it forks), before the sandbox. */
+int manager_merge_start(Manager *m);
+/* Takes finished outcomes into the model. Once per tick, before submitting. */
+void manager_merge_collect(Manager *m);
+/* Hands the actions to the worker (dry-run and mode honoured). Actions
+ * that find the worker still busy are planned again by discovery after its
+ * retry period. */
+void manager_merge_submit(Manager *m, const Plan *actions);
+/* At stop: with UnmergeOnExit=yes, disables what this daemon enabled (and
+ * nothing else), then stops the worker. */
+void manager_merge_stop(Manager *m);

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "log.h"
+#include "manager-merge.h"
+#include "merge.h"
+#include "util.h"
+
+static MergeContext merge_context(const Manager *m) {
+        return (MergeContext) {
+                .root = m->root,
+                .probe = &m->probe,
+                .dry_run = manager_dry_run(m),
+                .inject_seccomp = m->config.inject_seccomp,
+        };
+}
+
+int manager_merge_start(Manager *m) {
+        MergeContext c = merge_context(m);
+        int r = merge_worker_start(&c, &m->merge);
+        if (r < 0)
+                return log_error_errno(r, "Failed to start the merge actuator: %m");
+        return 0;
+}
+
+static void note_outcome(Manager *m, const MergeOutcome *o) {
+        Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), o->pid) : NULL;
+        if (p && p->start_time_ticks == o->start_time_ticks) {
+                strscpy(p->merge_outcome, sizeof p->merge_outcome, o->text);
+                p->merge_outcome_kind = (int) o->kind;
+                p->merge_outcome_usec = o->time_usec;
+        }
+        /* Changes and refusals are decisions worth showing; "already" and
+         * dry-run lines are not news. */
+        if (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_REFUSED || o->kind == MERGE_OUTCOME_FAILED ||
+            o->kind == MERGE_OUTCOME_UNSUPPORTED) {
+                const Decision *d = decision_log_add(&m->decisions, "merge", "pid %d (%s): %s", o->pid,
+                                                     p ? p->comm : "?",  o->text);
+                log_full(o->kind == MERGE_OUTCOME_DONE ? LOG_INFO : LOG_NOTICE, "%s", d->text);
+        }
+}
+
+static void take_outcomes(Manager *m, MergeReport *r) {
+        for (size_t i = 0; i < r->n; i++)
+                note_outcome(m, &r->outcomes[i]);
+        merge_report_done(r);
+}
+
+void manager_merge_collect(Manager *m) {
+        MergeReport r = {};
+        if (!m->merge)
+                return;
+        if (merge_worker_take(m->merge, &r) < 0)
+                log_oom();
+        take_outcomes(m, &r);
+}
+
+void manager_merge_submit(Manager *m, const Plan *actions) {
+        if (!m->merge || actions->n_actions == 0)
+                return;
+        if (!manager_may_act_on_processes(m)) {
+                log_debug("Mode %s%s: %zu process action(s) not carried out.", manager_mode_to_string(m->mode),
+                          m->paused ? " (paused)" : "", actions->n_actions);
+                return;
+        }
+        merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
+        int r = merge_worker_submit(m->merge, actions->actions, actions->n_actions);
+        if (r == -EBUSY)
+                log_debug("Merge actuator still busy with the previous batch; %zu action(s) planned again later.",
+                          actions->n_actions);
+        else if (r < 0)
+                log_oom();
+}
+
+void manager_merge_stop(Manager *m) {
+        if (!m->merge)
+                return;
+        if (m->config.unmerge_on_exit && !manager_dry_run(m)) {
+                MergeReport r = {};
+                log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
+                if (merge_worker_unmerge_all(m->merge, &r) < 0)
+                        log_oom();
+                take_outcomes(m, &r);
+        } else {
+                /* Only wait for a running batch: never leave a tracee behind. */
+                MergeReport r = {};
+                (void) merge_worker_take(m->merge, &r);
+                merge_report_done(&r);
+        }
+        m->merge = merge_worker_stop(m->merge);
+}
