@@ -91,6 +91,7 @@ typedef struct MergeOutcome {
          * paused 74 us)", "method inject refused: EBUSY (already traced by pid
          * 77)", "method madvise unsupported: EINVAL (...)". */
         char text[192];
+        char reason[192];               /* the action's reason (which policy wanted it) */
 } MergeOutcome;
 
 static inline bool merge_outcome_ok(const MergeOutcome *o) {

@@ -33,12 +33,16 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
         }
         /* Changes and refusals are decisions worth showing; "already" and
          * dry-run lines are not news. */
+        const char *comm = p ? p->comm : "?";
         if (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_REFUSED || o->kind == MERGE_OUTCOME_FAILED ||
             o->kind == MERGE_OUTCOME_UNSUPPORTED) {
-                const Decision *d = decision_log_add(&m->decisions, "merge", "pid %d (%s): %s", o->pid,
-                                                     p ? p->comm : "?",  o->text);
+                const Decision *d = decision_log_add(&m->decisions, "merge", "pid %d (%s): %s (%s)", o->pid, comm,
+                                                     o->text, o->reason);
                 log_full(o->kind == MERGE_OUTCOME_DONE ? LOG_INFO : LOG_NOTICE, "%s", d->text);
-        }
+        } else if (o->kind == MERGE_OUTCOME_DRY_RUN)
+                log_info("pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
+        else
+                log_debug("pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
 }
 
 static void take_outcomes(Manager *m, MergeReport *r) {

@@ -451,6 +451,7 @@ int merge_apply_one(const MergeContext *c, const ProcessAction *a, MergeOutcome 
         };
         int r = 0;
 
+        strscpy(o.reason, sizeof o.reason, a->reason);
         if (a->method == MERGE_METHOD_NONE) {
                 o.kind = MERGE_OUTCOME_SKIPPED;
                 set_text(&o, "Method=none: not touched");
@@ -493,8 +494,9 @@ int merge_apply(const MergeContext *c, const ProcessAction *a, size_t n, MergeRe
                 r = report_push(ret, &o);
                 if (r < 0)
                         return r;
-                log_full(merge_outcome_ok(&o) ? LOG_DEBUG : LOG_INFO, "pid %d: %s merging (%s): %s", o.pid,
-                         verb(o.action), a[i].reason[0] ? a[i].reason : "no reason given", o.text);
+                /* The caller decides what is worth more than debug. */
+                log_debug("pid %d: %s merging (%s): %s", o.pid, verb(o.action),
+                          a[i].reason[0] ? a[i].reason : "no reason given", o.text);
         }
         return 0;
 }

@@ -58,7 +58,7 @@ wait_log "pid $early (ksmt2-sleeper): merge by $tmp/policy.d/50-sleeper.policy:2
 "$tmp/ksmt2-sleeper" 61 & late=$!; pids="$pids $late"
 wait_log "pid $late (ksmt2-sleeper): merge by $tmp/policy.d/50-sleeper.policy:2: Mode=always" ||
         fail "new process not classified"
-wait_log "Planned: enable merging for pid $late (method inject): 50-sleeper.policy:2: Mode=always" ||
+wait_log "pid $late (ksmt2-sleeper): \[dry-run\] would enable merging with method inject (50-sleeper.policy:2: Mode=always" ||
         fail "no merge action planned"
 
 # Break the file and reload: its last good version stays in force.

@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# The daemon merges a process its policy names (Method=inject) and reports
+# the outcome; UnmergeOnExit=yes switches off exactly what it switched on,
+# UnmergeOnExit=no (the default) leaves it; a daemon SIGKILLed at random
+# moments while it starts and injects leaves its target running, unstopped,
+# untraced and correct (the target checks itself and exits non-zero if not).
+set -u
+. "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+
+tmp=$(mktemp -d /tmp/ksmtuned2-merge.XXXXXX)
+daemon_pid=
+target_pid=
+cleanup() {
+        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        [ -n "$target_pid" ] && kill -KILL "$target_pid" 2>/dev/null
+        wait 2>/dev/null
+        rm -rf "$tmp"
+}
+trap 'cleanup; ksm_guard_restore' EXIT
+fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -50 "$tmp/log" >&2; exit 1; }
+wait_for() { # seconds command...: polls every 0.1 s
+        local n=$(($1 * 10)); shift
+        for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
+        return 1
+}
+merge_any() { sed -n 's/^ksm_merge_any: //p' "/proc/$1/ksm_stat" 2>/dev/null; }
+is_merging() { [ "$(merge_any "$1")" = yes ]; }
+not_merging() { [ "$(merge_any "$1")" = no ]; }
+log_has() { grep -q -e "$1" "$tmp/log"; }
+healthy() { # pid: alive, not stopped, not traced
+        local st tr
+        st=$(sed 's/.*) //' "/proc/$1/stat" | cut -c1) || return 1
+        tr=$(sed -n 's/^TracerPid:\t//p' "/proc/$1/status")
+        case $st in T|t|Z|X) return 1;; esac
+        [ "$tr" = 0 ]
+}
+
+mkdir -p "$tmp/policy.d" "$tmp/run"
+# A comm of our own, so that nothing else on this shared machine matches.
+cp "$KSM_INJECT_TARGET" "$tmp/ksmt2-target"
+cat > "$tmp/policy.d/50-target.policy" <<POL
+[Match]
+Comm=ksmt2-target
+[Merge]
+Mode=always
+Method=inject
+POL
+write_conf() {
+        cat > "$tmp/k.conf" <<CONF
+[Daemon]
+Interval=200ms
+RuntimeDirectory=$tmp/run
+PolicyDirectories=$tmp/policy.d
+UnmergeOnExit=$1
+CONF
+}
+
+start_target() {
+        rm -f "$tmp/in"
+        mkfifo "$tmp/in"
+        "$tmp/ksmt2-target" < "$tmp/in" > "$tmp/target.out" 2> "$tmp/target.err" &
+        target_pid=$!
+        exec 8> "$tmp/in"
+        wait_for 5 grep -q ready "$tmp/target.out" || fail "target did not start"
+}
+stop_target() { # the target's exit status says whether every self-check passed
+        exec 8>&-
+        wait "$target_pid"; local rc=$?
+        target_pid=
+        [ "$rc" = 0 ] || { cat "$tmp/target.err" >&2; fail "target exited $rc: a self-check failed"; }
+}
+start_daemon() {
+        : > "$tmp/log"
+        "$KSMTUNED2" --config "$tmp/k.conf" 2>>"$tmp/log" &
+        daemon_pid=$!
+}
+stop_daemon() {
+        kill -TERM "$daemon_pid"; wait "$daemon_pid"; local rc=$?
+        daemon_pid=
+        [ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
+}
+
+# 1. The policy's process gets merged by injection, with the outcome logged.
+write_conf yes
+start_target
+not_merging "$target_pid" || fail "target merges before the daemon runs"
+start_daemon
+wait_for 10 is_merging "$target_pid" || fail "target not merged"
+wait_for 5 log_has "pid $target_pid (ksmt2-target): method inject: enabled (tid $target_pid, paused [0-9]* us) (50-target.policy:1: Mode=always" ||
+        fail "outcome not logged"
+healthy "$target_pid" || fail "target unhealthy after injection"
+echo "merged: $(grep -o 'method inject: enabled[^(]*([^)]*)' "$tmp/log" | head -1)"
+
+# 2. UnmergeOnExit=yes: a clean stop switches it off again.
+stop_daemon
+not_merging "$target_pid" || fail "UnmergeOnExit=yes left the target merging"
+log_has "UnmergeOnExit=yes: disabling merging" || fail "no UnmergeOnExit line"
+echo "UnmergeOnExit=yes: unmerged on stop"
+
+# 3. UnmergeOnExit=no (default): merging stays on after the daemon stops.
+write_conf no
+start_daemon
+wait_for 10 is_merging "$target_pid" || fail "target not merged again"
+stop_daemon
+is_merging "$target_pid" || fail "UnmergeOnExit=no unmerged"
+healthy "$target_pid" || fail "target unhealthy"
+stop_target
+echo "UnmergeOnExit=no: left merging"
+
+# 4. SIGKILL of the daemon at random moments of start-up and injection.
+for i in $(seq 8); do
+        start_target
+        start_daemon
+        sleep "$((RANDOM % 2)).$(printf "%03d" $((RANDOM % 1000)))"
+        kill -KILL "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
+        sleep 0.05
+        healthy "$target_pid" || fail "round $i: target stopped or traced after the daemon's SIGKILL"
+        echo "round $i: daemon killed, target $(merge_any "$target_pid" | sed 's/yes/merging/;s/no/not merging/'), running"
+        stop_target
+done
+echo "PASS"
