@@ -31,3 +31,7 @@ typedef struct KsmctlVerb {
         int (*run)(int argc, char **argv, const KsmctlOptions *o);
         bool options;
 } KsmctlVerb;
+
+/* ksmctl exec [--] CMD [ARGS...] (ksmctl-exec.c): returns only on failure,
+ * with 2 (usage), 1, or 127/126 when CMD is not found or not executable. */
+int verb_exec(int argc, char **argv, const KsmctlOptions *o);

@@ -150,6 +150,7 @@ typedef struct Injector {
         const InjectOptions *o;
         uint64_t deadline_usec;
         bool overran;
+        bool stopped_once;
 } Injector;
 
 static void hook(const Injector *j, InjectPhase p) {
@@ -194,13 +195,17 @@ static StopKind classify_status(int st, int *ret_sig) {
         return STOP_SIGNAL;
 }
 
-/* Waits for the next ptrace stop of tid. Past the deadline it keeps waiting
- * (a tracee cannot be detached before it stops) but remembers the overrun. */
+/* Waits for the next ptrace stop of tid. Until the first stop it polls
+ * against the deadline (a thread in uninterruptible sleep does not stop);
+ * past the deadline it keeps waiting, since a tracee cannot be detached
+ * before it stops, but remembers the overrun. Once the thread runs our
+ * calls it blocks: the next stop is microseconds away (or behind an
+ * injected call that waits for its mmap_lock, which ends). */
 static int wait_stop(Injector *j, StopKind *ret_kind, int *ret_sig) {
         unsigned spins = 0;
         for (;;) {
                 int st;
-                pid_t k = waitpid(j->tid, &st, __WALL | (j->overran ? 0 : WNOHANG));
+                pid_t k = waitpid(j->tid, &st, __WALL | (j->overran || j->stopped_once ? 0 : WNOHANG));
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -676,6 +681,7 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
                 r = xptrace(PTRACE_CONT, j.tid, NULL, (void *) (uintptr_t) (kind == STOP_SIGNAL ? sig : 0));
         }
         t_stop = now_usec(CLOCK_MONOTONIC);
+        j.stopped_once = true;
         hook(&j, INJECT_PHASE_STOPPED);
 
         if (j.overran) {

@@ -37,6 +37,7 @@ static void help(void) {
                "  pause                Stop changing knobs and processes (root)\n"
                "  resume               Undo pause (root)\n"
                "  set-mode MODE        auto, tune-only or observe (root)\n"
+               "  exec [--] CMD ARG... Run CMD with KSM merging on for it and its children\n"
                "  help                 Show this help\n"
                "\nOptions:\n"
                "  -h --help            Show this help\n"
@@ -1179,6 +1180,7 @@ static const KsmctlVerb verbs[] = {
         { "pause", 0, 0, verb_pause, .options = true },
         { "resume", 0, 0, verb_resume, .options = true },
         { "set-mode", 1, 1, verb_set_mode, .options = true },
+        { "exec", 0, -1, verb_exec, .options = false },
 };
 
 enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL };
