@@ -14,10 +14,9 @@
 int manager_merge_start(Manager *m);
 /* Takes finished outcomes into the model. Once per tick, before submitting. */
 void manager_merge_collect(Manager *m);
-/* Hands the actions to the worker (dry-run and mode honoured). Actions
- * that find the worker still busy are planned again by discovery after its
- * retry period. */
-void manager_merge_submit(Manager *m, const Plan *actions);
+/* Hands the actions of both plans (discovery's, the controller's) to the
+ * worker, dry-run and mode honoured; they queue behind a running batch. */
+void manager_merge_submit(Manager *m, const Plan *a, const Plan *b);
 /* At stop: with UnmergeOnExit=yes, disables what this daemon enabled (and
  * nothing else), then stops the worker. */
 void manager_merge_stop(Manager *m);

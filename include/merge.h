@@ -150,8 +150,9 @@ typedef struct MergeWorker MergeWorker;
 
 /* c->root and c->probe must outlive the worker. */
 int merge_worker_start(const MergeContext *c, MergeWorker **ret);
-/* Queues a copy of the actions. -EBUSY while the previous batch runs (try
- * next tick), 0 when queued (also for n == 0: nothing happens). */
+/* Queues a copy of the actions, behind a batch that is running. 0 when
+ * queued (also for n == 0), -EBUSY when 4096 actions already wait (try
+ * again later), -ENOMEM. */
 int merge_worker_submit(MergeWorker *w, const ProcessAction *a, size_t n);
 bool merge_worker_busy(MergeWorker *w);
 /* Moves the finished batch's outcomes into ret (appending). Returns 1 when

@@ -60,19 +60,27 @@ void manager_merge_collect(Manager *m) {
         take_outcomes(m, &r);
 }
 
-void manager_merge_submit(Manager *m, const Plan *actions) {
-        if (!m->merge || actions->n_actions == 0)
+void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
+        _cleanup_(plan_done) Plan all = {};
+        size_t n = a->n_actions + b->n_actions;
+
+        if (!m->merge || n == 0)
                 return;
         if (!manager_may_act_on_processes(m)) {
                 log_debug("Mode %s%s: %zu process action(s) not carried out.", manager_mode_to_string(m->mode),
-                          m->paused ? " (paused)" : "", actions->n_actions);
+                          m->paused ? " (paused)" : "", n);
                 return;
         }
+        for (size_t i = 0; i < n; i++)
+                if (plan_add_action(&all, i < a->n_actions ? &a->actions[i] : &b->actions[i - a->n_actions]) < 0) {
+                        log_oom();
+                        return;
+                }
         merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
-        int r = merge_worker_submit(m->merge, actions->actions, actions->n_actions);
+        int r = merge_worker_submit(m->merge, all.actions, all.n_actions);
         if (r == -EBUSY)
-                log_debug("Merge actuator still busy with the previous batch; %zu action(s) planned again later.",
-                          actions->n_actions);
+                log_warning("Merge actuator has 4096 actions queued; %zu more dropped (discovery plans its own again).",
+                            n);
         else if (r < 0)
                 log_oom();
 }

@@ -178,7 +178,7 @@ static int manager_load_policies(Manager *m) {
 }
 
 int manager_tick(Manager *m) {
-        _cleanup_(plan_done) Plan plan = {};
+        _cleanup_(plan_done) Plan plan = {}, actions = {};
         Snapshot s;
         int r;
 
@@ -198,14 +198,9 @@ int manager_tick(Manager *m) {
 
         manager_merge_collect(m);
         if (m->discovery) {
-                Plan actions = {};
                 r = discovery_tick(m->discovery, &actions);
-                if (r == -ENOMEM) {
-                        plan_done(&actions);
+                if (r == -ENOMEM)
                         return log_oom();
-                }
-                manager_merge_submit(m, &actions);
-                plan_done(&actions);
         }
 
         if (manager_may_tune(m)) {
@@ -215,8 +210,9 @@ int manager_tick(Manager *m) {
                         return log_error_errno(r, "Tuning failed: %m");
                 if (s.ksm_present)
                         apply_knob_plan(m, &plan.knobs);
-                manager_handle_actions(m, &plan);
         }
+        /* Policy actions and the controller's exclusions, as one batch. */
+        manager_merge_submit(m, &actions, &plan);
 
         notify_status(m);
         manager_bus_emit_changes(m);

@@ -550,6 +550,9 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
         return 0;
 }
 
+/* Actions waiting behind a running batch; beyond, submit says EBUSY. */
+#define MERGE_WORKER_QUEUE_MAX 4096
+
 struct MergeWorker {
         pthread_t thread;
         pthread_mutex_t lock;
@@ -623,24 +626,27 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
 }
 
 int merge_worker_submit(MergeWorker *w, const ProcessAction *a, size_t n) {
+        int r = 0;
         if (n == 0)
                 return 0;
-        ProcessAction *copy = malloc(n * sizeof *copy);
-        if (!copy)
-                return -ENOMEM;
-        memcpy(copy, a, n * sizeof *copy);
         pthread_mutex_lock(&w->lock);
-        if (w->running || w->have_pending) {
-                pthread_mutex_unlock(&w->lock);
-                free(copy);
-                return -EBUSY;
+        if (w->n_pending + n > MERGE_WORKER_QUEUE_MAX)
+                r = -EBUSY;
+        else {
+                /* Queued behind the running batch, if there is one. */
+                ProcessAction *q = realloc(w->pending, (w->n_pending + n) * sizeof *q);
+                if (!q)
+                        r = -ENOMEM;
+                else {
+                        memcpy(q + w->n_pending, a, n * sizeof *q);
+                        w->pending = q;
+                        w->n_pending += n;
+                        w->have_pending = true;
+                        pthread_cond_broadcast(&w->cond);
+                }
         }
-        w->pending = copy;
-        w->n_pending = n;
-        w->have_pending = true;
-        pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->lock);
-        return 0;
+        return r;
 }
 
 bool merge_worker_busy(MergeWorker *w) {
