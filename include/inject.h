@@ -44,8 +44,11 @@
  *
  * Refused, without touching the target: a thread already traced (-EBUSY),
  * a process stopped by job control (-EAGAIN), a zombie or exiting process
- * (-ESRCH), a seccomp filter unless allowed (-EACCES: a filter may kill on
- * prctl; see merge.h), a 32-bit or shadow-stack task or a non-x86-64 build
+ * (-ESRCH), a seccomp filter that would not let every injected call (and
+ * the fallback's rt_sigreturn) through, or that cannot be read (-EACCES;
+ * the filters are read with PTRACE_SECCOMP_GET_FILTER, which needs
+ * CAP_SYS_ADMIN, and run on the exact calls; allow_seccomp skips that), a
+ * 32-bit or shadow-stack task or a non-x86-64 build
  * (-EOPNOTSUPP), no usable gadgets in its executable mappings (-ENOEXEC),
  * no writable room below its stack pointer (-EFAULT). */
 
@@ -74,7 +77,7 @@ typedef struct InjectOptions {
         uint64_t stop_timeout_usec;     /* 0: 2 s. A thread in uninterruptible sleep longer than
                                          * this is waited for anyway (it cannot be detached before it
                                          * stops), then released untouched with -ETIMEDOUT. */
-        bool allow_seccomp;             /* inject into Seccomp: 2 (filter) processes */
+        bool allow_seccomp;             /* inject into Seccomp: 2 processes without running their filters */
         void (*phase_hook)(InjectPhase phase, void *userdata);
         void *userdata;
 } InjectOptions;

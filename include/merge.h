@@ -54,7 +54,12 @@
  *   inject       CAP_SYS_PTRACE (PTRACE_MODE_ATTACH_REALCREDS for
  *                PTRACE_SEIZE and /proc/<pid>/mem; Yama ptrace_scope 1 and 2
  *                also need it, 3 forbids attaching at all). No CAP_SYS_NICE.
- *   System calls the actuator makes (seccomp allow-list): pidfd_open,
+ *                For targets with a seccomp filter also CAP_SYS_ADMIN, and
+ *                the daemon itself not under seccomp: seccomp_get_filter()
+ *                answers EACCES otherwise, and then such targets are refused
+ *                (InjectIntoSeccomp=yes skips reading their filters).
+ *   System calls the actuator makes (seccomp allow-list): prctl (ksmctl
+ *                exec only), pidfd_open,
  *   pidfd_send_signal, process_madvise, the process_ksm numbers, ptrace,
  *   wait4/waitid, pread64/pwrite64 (mem), openat/read/close, tgkill,
  *   sched_yield, nanosleep/clock_nanosleep.

@@ -25,6 +25,7 @@
 #include "inject.h"
 #include "proc-maps.h"
 #include "procfs.h"
+#include "seccomp-eval.h"
 #include "syscalls.h"
 #include "util.h"
 
@@ -148,6 +149,7 @@ typedef struct Injector {
         int held[HELD_SIGNALS_MAX];
         unsigned n_held;
         const InjectOptions *o;
+        int seccomp;            /* Seccomp: of status */
         uint64_t deadline_usec;
         bool overran;
         bool stopped_once;
@@ -506,8 +508,8 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
                 return refuse(s, -EBUSY, "already traced by pid %d", ps.tracer_pid);
         if (ps.seccomp == 1)
                 return refuse(s, -EACCES, "seccomp strict mode (any other syscall kills it)");
-        if (ps.seccomp == 2 && !o->allow_seccomp)
-                return refuse(s, -EACCES, "seccomp filter (a filter may kill on prctl; InjectIntoSeccomp=no)");
+        /* A filter is read and run once the thread is stopped (check_filters). */
+        j->seccomp = ps.seccomp;
         /* User shadow stacks (x86_Thread_features: shstk) would make the
          * fallback's `ret` and rt_sigreturn fault: no crash-safe injection. */
         const char *feat = strstr(text, "\nx86_Thread_features:");
@@ -525,6 +527,67 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
         if (st.state == 'T' || st.state == 't')
                 return refuse(s, -EAGAIN, "stopped (job control or another debugger)");
         return 0;
+}
+
+#ifndef AUDIT_ARCH_X86_64
+#define AUDIT_ARCH_X86_64 0xc000003eU
+#endif
+#define K_PTRACE_SECCOMP_GET_FILTER 0x420c
+
+static const char *seccomp_action_name(uint32_t ret) {
+        switch (ret & SECCOMP_RET_ACTION_FULL) {
+        case SECCOMP_RET_KILL_PROCESS: return "kill the process on";
+        case SECCOMP_RET_KILL_THREAD: return "kill the thread on";
+        case SECCOMP_RET_TRAP: return "send SIGSYS for";
+        case SECCOMP_RET_ERRNO: return "fail";
+        case SECCOMP_RET_USER_NOTIF: return "hand to a supervisor";
+        case SECCOMP_RET_TRACE: return "hand to a tracer";
+        default: return "not allow";
+        }
+}
+
+static bool check_one(const struct sock_filter *prog, size_t len, long nr, const uint64_t args[6], uint64_t ip,
+                      uint32_t *ret_action) {
+        struct seccomp_data d = { .nr = (int) nr, .arch = AUDIT_ARCH_X86_64, .instruction_pointer = ip };
+        memcpy(d.args, args, sizeof d.args);
+        int64_t v = seccomp_eval(prog, len, &d);
+        if (v < 0 || !seccomp_action_allows((uint32_t) v)) {
+                *ret_action = v < 0 ? SECCOMP_RET_KILL_PROCESS : (uint32_t) v;
+                return false;
+        }
+        return true;
+}
+
+/* Runs every seccomp filter of the stopped thread on the calls we are about
+ * to make (and on the fallback's rt_sigreturn), as the kernel will: all
+ * filters run and any one that does not allow a call is enough to refuse.
+ * Reading filters needs CAP_SYS_ADMIN (PTRACE_SECCOMP_GET_FILTER); a filter
+ * we cannot read counts as one that may kill. */
+static int check_filters(Injector *j, const InjectSyscall *calls, size_t n, InjectStats *s) {
+        _cleanup_free_ struct sock_filter *prog = NULL;
+        for (unsigned long idx = 0;; idx++) {
+                long len = ptrace((enum __ptrace_request) K_PTRACE_SECCOMP_GET_FILTER, j->tid, (void *) idx, NULL);
+                if (len < 0 && errno == ENOENT && idx > 0)
+                        return 0;
+                if (len <= 0)
+                        return refuse(s, -EACCES, "seccomp filter that cannot be read (%s; InjectIntoSeccomp=no)",
+                                      strerrorname_np(errno) ?: "?");
+                free(prog);
+                prog = calloc((size_t) len, sizeof *prog);
+                if (!prog)
+                        return -ENOMEM;
+                if (ptrace((enum __ptrace_request) K_PTRACE_SECCOMP_GET_FILTER, j->tid, (void *) idx, prog) != len)
+                        return refuse(s, -EACCES, "seccomp filter that cannot be read (InjectIntoSeccomp=no)");
+                uint32_t act;
+                for (size_t i = 0; i < n; i++)
+                        if (!check_one(prog, (size_t) len, calls[i].nr, calls[i].args, j->g_syscall + 2, &act))
+                                return refuse(s, -EACCES, "its seccomp filter would %s syscall %ld (InjectIntoSeccomp=no)",
+                                              seccomp_action_name(act), calls[i].nr);
+                static const uint64_t none[6] = {};
+                if (!check_one(prog, (size_t) len, SYS_rt_sigreturn, none, j->g_restorer + sizeof gadget_restorer, &act))
+                        return refuse(s, -EACCES, "its seccomp filter would %s rt_sigreturn (InjectIntoSeccomp=no)",
+                                      seccomp_action_name(act));
+        }
 }
 
 static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
@@ -707,6 +770,11 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
             !gadget_intact(&j, j.g_restorer, gadget_restorer, sizeof gadget_restorer)) {
                 r = refuse(&s, -ENOEXEC, "its text changed under the scan");
                 goto out_detach;
+        }
+        if (j.seccomp == 2 && !o->allow_seccomp) {
+                r = check_filters(&j, calls, n, &s);
+                if (r < 0)
+                        goto out_detach;
         }
         r = write_frame(&j);
         if (r == -EFAULT)

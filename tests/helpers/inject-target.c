@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A target for ptrace injection that checks itself, for kernel tests.
  *
- *   inject-target [--seccomp]
+ *   inject-target [--seccomp|--seccomp-deny-merge]
  *
  * Its main thread (the one an injector seizes: the thread group leader) loops
  * on raw blocking syscalls -- nanosleep(1 ms) and read() on a pipe fed every
@@ -16,7 +16,9 @@
  * and a thread that takes SIGUSR1 (blocked everywhere else).
  *
  * --seccomp installs an allow-all filter (that kills on acct(2)) first, so
- * /proc/PID/status says Seccomp: 2.
+ * /proc/PID/status says Seccomp: 2; --seccomp-deny-merge one that also kills
+ * the process on prctl(PR_SET_MEMORY_MERGE, ...), as a strict service
+ * filter might.
  *
  * Prints "ready PID ADDR". On a stdin line "report" it prints "report
  * errors=E main=N eintr=N reader=N sleeper=N futex=N compute=N signals=N"
@@ -41,6 +43,8 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+#define PR_SET_MEMORY_MERGE_NR 67
 
 static atomic_ulong errors, n_eintr, n_main, n_reader, n_sleeper, n_futex, n_compute, n_signals;
 static int pipe_a[2], pipe_b[2];
@@ -301,12 +305,15 @@ static void *control_main(void *arg) {
         _exit(atomic_load(&errors) ? 3 : 0);
 }
 
-static int install_seccomp(void) {
+static int install_seccomp(bool deny_merge) {
         struct sock_filter f[] = {
                 BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 0, 1),
-                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_acct, 4, 0),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 2),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, deny_merge ? PR_SET_MEMORY_MERGE_NR : 0xffffffff, 1, 0),
                 BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
         };
         struct sock_fprog prog = { .len = sizeof f / sizeof f[0], .filter = f };
         if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -316,10 +323,11 @@ static int install_seccomp(void) {
 
 int main(int argc, char **argv) {
         bool want_seccomp = argc > 1 && strcmp(argv[1], "--seccomp") == 0;
+        bool deny_merge = argc > 1 && strcmp(argv[1], "--seccomp-deny-merge") == 0;
         size_t page = (size_t) sysconf(_SC_PAGESIZE);
         pthread_t t;
 
-        if (want_seccomp && install_seccomp() < 0) {
+        if ((want_seccomp || deny_merge) && install_seccomp(deny_merge) < 0) {
                 perror("seccomp");
                 return 1;
         }

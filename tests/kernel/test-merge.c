@@ -325,22 +325,32 @@ static void test_traced_target_refused(void **state) {
 }
 
 static void test_seccomp_target(void **state) {
-        const char *args[] = { "--seccomp", NULL };
+        const char *allow[] = { "--seccomp", NULL };
+        const char *deny[] = { "--seccomp-deny-merge", NULL };
         MergeContext c = context();
         Workload w;
         unsigned long last = 0;
 
-        assert_int_equal(workload_spawn(&w, "KSM_INJECT_TARGET", args, true), 0);
+        /* A filter that lets prctl and rt_sigreturn through: the daemon reads
+         * it, runs it on the exact calls, and injects. */
+        assert_int_equal(workload_spawn(&w, "KSM_INJECT_TARGET", allow, true), 0);
         assert_int_equal(status_of(w.pid).seccomp, 2);
         MergeOutcome o = apply(&c, w.pid, MERGE_ACTION_ENABLE, MERGE_METHOD_INJECT);
-        assert_int_equal(o.kind, MERGE_OUTCOME_REFUSED);
-        assert_int_equal(o.error, EACCES);
-        assert_non_null(strstr(o.text, "seccomp filter"));
-        /* InjectIntoSeccomp=yes: this filter allows prctl, so it works. */
-        c.inject_seccomp = true;
-        o = apply(&c, w.pid, MERGE_ACTION_ENABLE, MERGE_METHOD_INJECT);
         assert_int_equal(o.kind, MERGE_OUTCOME_DONE);
         assert_int_equal(ksm_stat_of(w.pid).merge_any, 1);
+        o = apply(&c, w.pid, MERGE_ACTION_DISABLE, MERGE_METHOD_INJECT);
+        assert_int_equal(o.kind, MERGE_OUTCOME_DONE);
+        assert_target_healthy(&w, &last);
+        assert_int_equal(workload_stop(&w), 0);
+
+        /* One that kills on PR_SET_MEMORY_MERGE: refused, and it lives on. */
+        last = 0;
+        assert_int_equal(workload_spawn(&w, "KSM_INJECT_TARGET", deny, true), 0);
+        o = apply(&c, w.pid, MERGE_ACTION_ENABLE, MERGE_METHOD_INJECT);
+        assert_int_equal(o.kind, MERGE_OUTCOME_REFUSED);
+        assert_int_equal(o.error, EACCES);
+        assert_non_null(strstr(o.text, "its seccomp filter would kill the process on syscall 157"));
+        assert_int_equal(ksm_stat_of(w.pid).merge_any, 0);
         assert_target_healthy(&w, &last);
         assert_int_equal(workload_stop(&w), 0);
 }

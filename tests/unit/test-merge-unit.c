@@ -8,8 +8,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <sys/syscall.h>
+
 #include "merge.h"
 #include "proc-maps.h"
+#include "seccomp-eval.h"
 #include "util.h"
 
 static const char *maps =
@@ -102,8 +105,50 @@ static void test_ledger(void **state) {
         merge_ledger_done(&l);
 }
 
+static void test_seccomp_eval(void **state) {
+        const struct sock_filter f[] = {
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 0xc000003e, 1, 0),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_prctl, 0, 3),
+                BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+                BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 67, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 1),
+                BPF_STMT(BPF_MISC | BPF_TAX, 0),
+                BPF_STMT(BPF_ALU | BPF_AND | BPF_K, 0xf0),
+                BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x80, 0, 1),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
+                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct seccomp_data d = { .nr = SYS_prctl, .arch = 0xc000003e, .args = { 67, 1 } };
+        assert_int_equal(seccomp_eval(f, ELEMENTSOF(f), &d), SECCOMP_RET_ERRNO | 1);
+        assert_false(seccomp_action_allows(SECCOMP_RET_ERRNO | 1));
+        d.args[0] = 38;
+        assert_int_equal(seccomp_eval(f, ELEMENTSOF(f), &d), SECCOMP_RET_ALLOW);
+        d.nr = 0x85; /* nr & 0xf0 has 0x80 */
+        assert_int_equal(seccomp_eval(f, ELEMENTSOF(f), &d), SECCOMP_RET_TRAP);
+        d.arch = 0x40000003; /* i386 */
+        assert_int_equal(seccomp_eval(f, ELEMENTSOF(f), &d), SECCOMP_RET_KILL_PROCESS);
+        assert_true(seccomp_action_allows(SECCOMP_RET_LOG));
+
+        /* What the kernel's checker would reject is "may not". */
+        const struct sock_filter out_of_bounds[] = { BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 64),
+                                                     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+        assert_int_equal(seccomp_eval(out_of_bounds, 2, &d), -EINVAL);
+        const struct sock_filter jump_out[] = { BPF_JUMP(BPF_JMP | BPF_JA, 5, 0, 0),
+                                                BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+        assert_int_equal(seccomp_eval(jump_out, 2, &d), -EINVAL);
+        const struct sock_filter no_ret[] = { BPF_STMT(BPF_LD | BPF_IMM, 1) };
+        assert_int_equal(seccomp_eval(no_ret, 1, &d), -EINVAL);
+        const struct sock_filter div0[] = { BPF_STMT(BPF_LDX | BPF_IMM, 0), BPF_STMT(BPF_ALU | BPF_DIV | BPF_X, 0),
+                                            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW) };
+        assert_int_equal(seccomp_eval(div0, 3, &d), 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_seccomp_eval),
                 cmocka_unit_test(test_maps_parse),
                 cmocka_unit_test(test_maps_garbage),
                 cmocka_unit_test(test_outcomes_without_process),
