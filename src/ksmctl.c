@@ -1081,6 +1081,8 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
                format_bytes(c, sizeof c, (uint64_t) fact_i(f, "rss_anon_bytes")));
         if (fact_i(f, "slow"))
                 printf("  reading its memory map overran the deadline: its mmap_lock is contended.\n");
+        if (*fact_s(f, "last_action"))
+                printf("  %-9s%s\n", "last act:", fact_s(f, "last_action"));
         return KSMCTL_EXIT_OK;
 }
 

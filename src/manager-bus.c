@@ -458,7 +458,7 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_append(reply, "a{sv}", 18,
+        r = sd_bus_message_append(reply, "a{sv}", 19,
                                   "pid", "i", (int32_t) p->pid,
                                   "comm", "s", bus_str(p->comm),
                                   "exe", "s", bus_str(exe),
@@ -476,7 +476,8 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
                                   "merging", "i", (int32_t) process_merging_enabled(p),
                                   "merging_pages", "t", p->ksm_merging_pages,
                                   "profit_bytes", "x", process_profit_bytes(p),
-                                  "slow", "b", p->slow);
+                                  "slow", "b", p->slow,
+                                  "last_action", "s", p->merge_outcome);
         if (r < 0)
                 return r;
         return sd_bus_send(NULL, reply, NULL);
