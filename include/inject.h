@@ -42,6 +42,17 @@
  *  - Signals that arrive while the target runs injected code are held and
  *    delivered at detach, in the target's own context.
  *
+ * What the target can notice (kernel behaviour, not ours to change):
+ *  - Syscalls the kernel never restarts return EINTR when any ptrace stop
+ *    (or SIGSTOP/SIGCONT) interrupts them: epoll_wait, epoll_pwait(2),
+ *    semop, sigtimedwait, io_getevents... (signal(7), "Interruption of
+ *    system calls ... by stop signals"). Rewinding them instead would
+ *    restart their full timeout, which is worse for event loops.
+ *  - Only if the injector dies mid-way: a thread that was already inside
+ *    restart_syscall (its sleep restarted by an earlier stop) gets EINTR,
+ *    since rt_sigreturn resets restart_block; signals that arrived during
+ *    the injected call and were held are lost.
+ *
  * Refused, without touching the target: a thread already traced (-EBUSY),
  * a process stopped by job control (-EAGAIN), a zombie or exiting process
  * (-ESRCH), a seccomp filter that would not let every injected call (and
