@@ -153,6 +153,7 @@ typedef struct Injector {
         uint64_t deadline_usec;
         bool overran;
         bool stopped_once;
+        MapList maps;           /* read before the stop; the stack check uses it */
 } Injector;
 
 static void hook(const Injector *j, InjectPhase p) {
@@ -291,22 +292,20 @@ static int scan_mapping(Injector *j, const MapRange *m, uint8_t *buf, uint64_t *
 /* Finds `syscall; ret` and a rt_sigreturn restorer in the target's
  * executable mappings: the vdso first (small), then libc, then the rest. */
 static int find_gadgets(Injector *j) {
-        MapList maps = {};
         _cleanup_free_ uint8_t *buf = NULL;
         uint64_t budget = GADGET_SCAN_MAX;
         int r;
 
-        r = proc_maps_read(j->pid_dirfd, &maps);
+        map_list_done(&j->maps);
+        r = proc_maps_read(j->pid_dirfd, &j->maps);
         if (r < 0)
                 return r;
         buf = malloc(GADGET_CHUNK);
-        if (!buf) {
-                map_list_done(&maps);
+        if (!buf)
                 return -ENOMEM;
-        }
         for (int pass = 0; pass < 3 && !(j->g_syscall && j->g_restorer); pass++)
-                for (size_t i = 0; i < maps.n && budget > 0; i++) {
-                        const MapRange *m = &maps.ranges[i];
+                for (size_t i = 0; i < j->maps.n && budget > 0; i++) {
+                        const MapRange *m = &j->maps.ranges[i];
                         bool libc = strstr(m->path, "/libc.so") || strstr(m->path, "/libc-") ||
                                     strstr(m->path, "ld-musl");
                         if (!m->exec || (pass == 0 && !m->vdso) || (pass == 1 && (m->vdso || !libc)) ||
@@ -315,8 +314,32 @@ static int find_gadgets(Injector *j) {
                         if (scan_mapping(j, m, buf, &budget) > 0)
                                 break;
                 }
-        map_list_done(&maps);
         return j->g_syscall && j->g_restorer ? 0 : -ENOEXEC;
+}
+
+/* Whether [lo, rsp) may be written: memory below a thread's stack pointer is
+ * its own only on a real thread stack -- the main [stack], or an anonymous
+ * mapping with a guard page right below it (pthread stacks of glibc and
+ * musl). A sigaltstack in the heap, a coroutine or goroutine stack inside a
+ * bigger allocation may have live neighbours that other threads touch (and
+ * Go's goroutine stacks are small; it takes signals on sigaltstacks), so
+ * those are refused. Note that /proc/PID/mem with FOLL_FORCE would even
+ * write into a PROT_NONE guard page: the bounds must be checked here. */
+static bool scratch_fits(const MapList *maps, uint64_t lo, uint64_t rsp) {
+        for (size_t i = 0; i < maps->n; i++) {
+                const MapRange *m = &maps->ranges[i];
+                if (rsp <= m->start || rsp > m->end)
+                        continue;
+                if (!m->write || !m->read || !m->private_ || m->kind != MAP_KIND_ANON || lo < m->start)
+                        return false;
+                if (startswith(m->path, "[stack"))
+                        return true;
+                if (i == 0)
+                        return false;
+                const MapRange *below = &maps->ranges[i - 1];
+                return below->end == m->start && !below->read && !below->write && !below->exec;
+        }
+        return false;
 }
 
 static bool gadget_intact(const Injector *j, uint64_t addr, const uint8_t *want, size_t n) {
@@ -394,11 +417,23 @@ static int write_frame(Injector *j) {
         if (r < 0)
                 return r;
 
-        /* Layout below the 128-byte red zone: [frame][pad][fpstate, 64-aligned]. */
+        /* Layout below the 128-byte red zone: [frame][pad][fpstate, 64-aligned],
+         * where a signal frame would go: the same size as the one the kernel
+         * writes there for any signal delivered without a sigaltstack. */
         uint64_t top = (j->saved.rsp - 128 - 64) & ~UINT64_C(15);
         uint64_t fp_addr = (top - fp_size) & ~UINT64_C(63);
         uint64_t frame_addr = (fp_addr - sizeof(struct k_rt_sigframe)) & ~UINT64_C(15);
         size_t len = (size_t) (top - frame_addr);
+
+        if (!scratch_fits(&j->maps, frame_addr, j->saved.rsp)) {
+                /* The main stack may have grown since maps was read. */
+                map_list_done(&j->maps);
+                int k = proc_maps_read(j->pid_dirfd, &j->maps);
+                if (k < 0)
+                        return k;
+                if (!scratch_fits(&j->maps, frame_addr, j->saved.rsp))
+                        return -EFAULT;
+        }
 
         j->scratch_lo = frame_addr;
         j->scratch_hi = top;
@@ -448,14 +483,16 @@ static int choose_thread(Injector *j, int *ret_tid) {
         int r;
 
         /* The leader is a zombie when main() called pthread_exit(): it can
-         * never stop, so take a live thread. */
+         * never stop, so take a live thread; and one in uninterruptible
+         * sleep (D) would not stop until it wakes, so prefer another. */
         r = procfs_read_stat(j->pid_dirfd, &st);
         if (r < 0)
                 return r;
-        if (st.state != 'Z' && st.state != 'X') {
+        if (st.state != 'Z' && st.state != 'X' && st.state != 'D') {
                 *ret_tid = j->pid;
                 return 0;
         }
+        int fallback = st.state == 'D' ? j->pid : -ESRCH;
         task_fd = openat(j->pid_dirfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (task_fd < 0)
                 return -ESRCH;
@@ -469,12 +506,18 @@ static int choose_thread(Injector *j, int *ret_tid) {
                 if (safe_atoi(de->d_name, &tid) < 0)
                         continue;
                 _cleanup_close_ int tfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (tfd >= 0 && procfs_read_stat(tfd, &st) >= 0 && st.state != 'Z' && st.state != 'X') {
+                if (tfd < 0 || procfs_read_stat(tfd, &st) < 0 || st.state == 'Z' || st.state == 'X')
+                        continue;
+                if (st.state != 'D') {
                         found = tid;
                         break;
                 }
+                if (fallback < 0)
+                        fallback = tid;
         }
         closedir(d);
+        if (found < 0)
+                found = fallback;
         if (found < 0)
                 return found;
         *ret_tid = found;
@@ -778,7 +821,8 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
         }
         r = write_frame(&j);
         if (r == -EFAULT)
-                r = refuse(&s, r, "no writable room below its stack pointer");
+                r = refuse(&s, r, "its stack pointer is not on a thread stack with room below it "
+                                  "(sigaltstack or coroutine stack?)");
         if (r < 0)
                 goto out_detach;
         hook(&j, INJECT_PHASE_FRAME_WRITTEN);
@@ -816,6 +860,7 @@ out_reap:
                 reap_exited(&j);
 out:
         free(j.scratch_orig);
+        map_list_done(&j.maps);
         s.tid = j.tid;
         s.signals_held = j.n_held;
         uint64_t t1 = now_usec(CLOCK_MONOTONIC);
