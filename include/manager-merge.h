@@ -15,7 +15,9 @@ int manager_merge_start(Manager *m);
 /* Takes finished outcomes into the model. Once per tick, before submitting. */
 void manager_merge_collect(Manager *m);
 /* Hands the actions of both plans (discovery's, the controller's) to the
- * worker, dry-run and mode honoured; they queue behind a running batch. */
+ * worker, dry-run and mode honoured; they queue behind a running batch.
+ * Only processes whose policy lets the daemon change them are acted on,
+ * with no more than the policy's Method= allows. */
 void manager_merge_submit(Manager *m, const Plan *a, const Plan *b);
 /* At stop: with UnmergeOnExit=yes, disables what this daemon enabled (and
  * nothing else), then stops the worker. */

@@ -60,6 +60,22 @@ void manager_merge_collect(Manager *m) {
         take_outcomes(m, &r);
 }
 
+/* The controller's exclusions name a process and Method=any; what may be
+ * done to a process is its policy's to say: one no policy matched (or
+ * Method=none) is never touched, and a policy's Method= narrows "any". */
+static bool policy_allows(Manager *m, ProcessAction *a) {
+        Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), a->pid) : NULL;
+        if (!p || p->start_time_ticks != a->start_time_ticks || !p->have_verdict ||
+            p->verdict.action == VERDICT_LEAVE_ALONE || p->verdict.method == MERGE_METHOD_NONE) {
+                log_debug("pid %d: %s; not touched (%s).", a->pid, a->reason,
+                          !p || !p->have_verdict ? "not classified" : "its policy does not let the daemon change it");
+                return false;
+        }
+        if (a->method == MERGE_METHOD_ANY)
+                a->method = p->verdict.method;
+        return true;
+}
+
 void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
         _cleanup_(plan_done) Plan all = {};
         size_t n = a->n_actions + b->n_actions;
@@ -71,13 +87,18 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
                           m->paused ? " (paused)" : "", n);
                 return;
         }
-        for (size_t i = 0; i < n; i++)
-                if (plan_add_action(&all, i < a->n_actions ? &a->actions[i] : &b->actions[i - a->n_actions]) < 0) {
+        for (size_t i = 0; i < n; i++) {
+                ProcessAction x = i < a->n_actions ? a->actions[i] : b->actions[i - a->n_actions];
+                if (!policy_allows(m, &x))
+                        continue;
+                if (plan_add_action(&all, &x) < 0) {
                         log_oom();
                         return;
                 }
+        }
         merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
         int r = merge_worker_submit(m->merge, all.actions, all.n_actions);
+        n = all.n_actions;
         if (r == -EBUSY)
                 log_warning("Merge actuator has 4096 actions queued; %zu more dropped (discovery plans its own again).",
                             n);
