@@ -710,10 +710,24 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
         return 0;
 }
 
-/* Collects the exit of a tracee that died under us, so its parent can reap it. */
+/* Collects the exit of a tracee that died under us. Until its tracer has
+ * waited for it, a dead tracee is not handed back to its real parent, which
+ * could not reap it: the daemon would hold a zombie for as long as it runs.
+ * The death is under way when ptrace says ESRCH, so this is short; bounded
+ * all the same, in case the thread was only not stopped. */
 static void reap_exited(Injector *j) {
-        int st;
-        (void) waitpid(j->tid, &st, __WALL | WNOHANG);
+        for (int i = 0; i < 2000; i++) {
+                int st;
+                pid_t k = waitpid(j->tid, &st, __WALL | WNOHANG);
+                if (k == j->tid && (WIFEXITED(st) || WIFSIGNALED(st)))
+                        return;
+                if (k < 0 && errno != EINTR)
+                        return; /* ECHILD: nothing (more) to collect */
+                if (k == j->tid)
+                        continue; /* a last stop report; the exit follows */
+                struct timespec ts = { 0, 1000000 };
+                nanosleep(&ts, NULL);
+        }
 }
 
 int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
@@ -835,10 +849,15 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
         if (r < 0) {
                 /* Registers may be ours: detaching lets the fallback frame
                  * bring the target home. */
-                (void) detach(&j);
+                if (detach(&j) == -ESRCH)
+                        reap_exited(&j);
                 goto out;
         }
         r = xptrace(PTRACE_SETREGS, j.tid, NULL, &j.saved);
+        if (r == -ESRCH) {
+                reap_exited(&j);
+                goto out;
+        }
         if (r < 0) {
                 (void) detach(&j);
                 goto out;

@@ -529,6 +529,50 @@ static void test_sigkill_injector_mid_injection(void **state) {
         assert_int_equal(workload_stop(&w), 0);
 }
 
+/* The target dies (SIGKILL) at each phase of an injection: the injector
+ * answers ESRCH, leaves nothing attached, and the target's own parent (this
+ * test) can reap it at once -- a tracer that never waits for a dead tracee
+ * keeps it from its parent. */
+typedef struct Killer {
+        InjectPhase at;
+        pid_t target;
+} Killer;
+
+static void kill_hook(InjectPhase p, void *userdata) {
+        const Killer *k = userdata;
+        if (p == k->at)
+                kill(k->target, SIGKILL);
+}
+
+static void test_target_exits_mid_injection(void **state) {
+        const char *args[] = { "--unique", "16", "--copies", "1", "--merge", "none", NULL };
+        for (InjectPhase p = INJECT_PHASE_SEIZED; p <= INJECT_PHASE_FINAL_STOP; p++) {
+                Workload w;
+                assert_int_equal(workload_start(&w, args), 0);
+                Killer k = { .at = p, .target = w.pid };
+                InjectOptions o = { .phase_hook = kill_hook, .userdata = &k };
+                InjectSyscall call = { .nr = SYS_prctl, .args = { PR_SET_MEMORY_MERGE, 1 } };
+                int pidfd = sys_pidfd_open(w.pid, 0);
+                InjectStats s;
+                int r = inject_syscalls(root, pidfd, w.pid, &call, 1, &o, &s);
+                close(pidfd);
+                fprintf(stderr, "target killed at %-13s: inject -> %d (%s)\n", inject_phase_to_string(p), r,
+                        s.reason);
+                assert_int_equal(r, -ESRCH);
+                int st = 0;
+                pid_t got = 0;
+                for (int i = 0; i < 200 && got == 0; i++) {
+                        got = waitpid(w.pid, &st, WNOHANG);
+                        if (got == 0)
+                                usleep(10000);
+                }
+                assert_int_equal(got, w.pid);
+                assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+                ksm_guard_untrack_child(w.pid);
+                close(w.stdin_fd);
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_remote_madvise_reported),
@@ -541,6 +585,7 @@ int main(void) {
                 cmocka_unit_test(test_ledger_unmerges_only_its_own),
                 cmocka_unit_test(test_worker),
                 cmocka_unit_test(test_sigkill_injector_mid_injection),
+                cmocka_unit_test(test_target_exits_mid_injection),
         };
         ksm_guard_acquire();
         if (!inject_supported()) {
