@@ -531,8 +531,9 @@ static void test_sigkill_injector_mid_injection(void **state) {
 
 /* The target dies (SIGKILL) at each phase of an injection: the injector
  * answers ESRCH, leaves nothing attached, and the target's own parent (this
- * test) can reap it at once -- a tracer that never waits for a dead tracee
- * keeps it from its parent. */
+ * test; the injector is a separate process that stays alive meanwhile) can
+ * reap it at once -- a tracer that never waits for a dead tracee keeps it
+ * from its parent. */
 typedef struct Killer {
         InjectPhase at;
         pid_t target;
@@ -548,16 +549,28 @@ static void test_target_exits_mid_injection(void **state) {
         const char *args[] = { "--unique", "16", "--copies", "1", "--merge", "none", NULL };
         for (InjectPhase p = INJECT_PHASE_SEIZED; p <= INJECT_PHASE_FINAL_STOP; p++) {
                 Workload w;
+                int done[2];
                 assert_int_equal(workload_start(&w, args), 0);
-                Killer k = { .at = p, .target = w.pid };
-                InjectOptions o = { .phase_hook = kill_hook, .userdata = &k };
-                InjectSyscall call = { .nr = SYS_prctl, .args = { PR_SET_MEMORY_MERGE, 1 } };
-                int pidfd = sys_pidfd_open(w.pid, 0);
-                InjectStats s;
-                int r = inject_syscalls(root, pidfd, w.pid, &call, 1, &o, &s);
-                close(pidfd);
-                fprintf(stderr, "target killed at %-13s: inject -> %d (%s)\n", inject_phase_to_string(p), r,
-                        s.reason);
+                assert_int_equal(pipe(done), 0);
+                pid_t inj = fork();
+                assert_true(inj >= 0);
+                if (inj == 0) {
+                        Killer k = { .at = p, .target = w.pid };
+                        InjectOptions o = { .phase_hook = kill_hook, .userdata = &k };
+                        InjectSyscall call = { .nr = SYS_prctl, .args = { PR_SET_MEMORY_MERGE, 1 } };
+                        int pidfd = sys_pidfd_open(w.pid, 0);
+                        int r = inject_syscalls(root, pidfd, w.pid, &call, 1, &o, NULL);
+                        (void) !write(done[1], &r, sizeof r);
+                        for (;;)
+                                pause();
+                }
+                ksm_guard_track_child(inj);
+                int r = 0;
+                assert_int_equal(read(done[0], &r, sizeof r), (ssize_t) sizeof r);
+                close(done[0]);
+                close(done[1]);
+                fprintf(stderr, "target killed at %-13s: inject -> %s\n", inject_phase_to_string(p),
+                        strerrorname_np(-r) ?: "0");
                 assert_int_equal(r, -ESRCH);
                 int st = 0;
                 pid_t got = 0;
@@ -570,6 +583,9 @@ static void test_target_exits_mid_injection(void **state) {
                 assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
                 ksm_guard_untrack_child(w.pid);
                 close(w.stdin_fd);
+                kill(inj, SIGKILL);
+                waitpid(inj, NULL, 0);
+                ksm_guard_untrack_child(inj);
         }
 }
 
