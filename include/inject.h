@@ -39,8 +39,13 @@
  *    syscalls restart and -ERESTART_RESTARTBLOCK ones continue through
  *    restart_syscall with their restart_block intact (a nanosleep keeps its
  *    remaining time).
- *  - Signals that arrive while the target runs injected code are held and
- *    delivered at detach, in the target's own context.
+ *  - While the target runs injected code its signal mask blocks everything
+ *    (PTRACE_SETSIGMASK), so signals that arrive meanwhile stay pending and
+ *    are delivered in its own context once the mask is back (restart path or
+ *    the fallback's rt_sigreturn); a thread stopped inside a syscall with a
+ *    temporary mask (ppoll, pselect, epoll_pwait, sigsuspend) is left
+ *    untouched and another thread taken, since its real mask cannot be read
+ *    and PTRACE_SETSIGMASK would drop the kernel's note to restore it.
  *
  * What the target can notice (kernel behaviour, not ours to change):
  *  - Syscalls the kernel never restarts return EINTR when any ptrace stop
@@ -50,11 +55,11 @@
  *    restart their full timeout, which is worse for event loops.
  *  - Only if the injector dies mid-way: a thread that was already inside
  *    restart_syscall (its sleep restarted by an earlier stop) gets EINTR,
- *    since rt_sigreturn resets restart_block; signals that arrived during
- *    the injected call and were held are lost.
+ *    since rt_sigreturn resets restart_block.
  *
  * Refused, without touching the target: a thread already traced (-EBUSY),
- * a process stopped by job control (-EAGAIN), a zombie or exiting process
+ * a process stopped by job control, or whose threads all wait with a
+ * temporary signal mask (-EAGAIN), a zombie or exiting process
  * (-ESRCH), a seccomp filter that would not let every injected call (and
  * the fallback's rt_sigreturn) through, or that cannot be read (-EACCES;
  * the filters are read with PTRACE_SECCOMP_GET_FILTER, which needs
@@ -97,7 +102,7 @@ typedef struct InjectStats {
         int tid;                        /* the thread that ran the calls */
         uint64_t total_usec;            /* from the checks to detach */
         uint64_t pause_usec;            /* the thread was stopped or running injected code */
-        unsigned signals_held;          /* signals that arrived meanwhile, delivered at detach */
+        unsigned signals_suppressed;    /* synchronous signals our own calls raised, not delivered */
         char reason[128];               /* why it was refused, when it was */
 } InjectStats;
 

@@ -135,7 +135,6 @@ static const uint8_t gadget_restorer[] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0
 /* The most of the target's text read looking for the gadgets. */
 #define GADGET_SCAN_MAX (64U * 1024 * 1024)
 #define GADGET_CHUNK (256U * 1024)
-#define HELD_SIGNALS_MAX 16
 
 typedef struct Injector {
         int pid, tid;
@@ -146,8 +145,8 @@ typedef struct Injector {
         uint64_t scratch_lo, scratch_hi;
         uint8_t *scratch_orig;
         bool scratch_written;
-        int held[HELD_SIGNALS_MAX];
-        unsigned n_held;
+        uint64_t sigmask;       /* the thread's blocked set at the stop */
+        unsigned suppressed;    /* synchronous signals our own calls raised */
         const InjectOptions *o;
         int seccomp;            /* Seccomp: of status */
         uint64_t deadline_usec;
@@ -232,22 +231,8 @@ static int wait_stop(Injector *j, StopKind *ret_kind, int *ret_sig) {
         }
 }
 
-static void hold_signal(Injector *j, int sig) {
-        /* Same signal twice collapses like a standard pending signal does. */
-        for (unsigned i = 0; i < j->n_held; i++)
-                if (j->held[i] == sig)
-                        return;
-        if (j->n_held < HELD_SIGNALS_MAX)
-                j->held[j->n_held++] = sig;
-}
-
-/* Detaches, delivering the first held signal with the detach and re-sending
- * the rest (rare: their siginfo becomes SI_TKILL from us). */
 static int detach(Injector *j) {
-        int r = xptrace(PTRACE_DETACH, j->tid, NULL, (void *) (uintptr_t) (j->n_held > 0 ? j->held[0] : 0));
-        for (unsigned i = 1; i < j->n_held; i++)
-                (void) syscall(SYS_tgkill, j->pid, j->tid, j->held[i]);
-        return r;
+        return xptrace(PTRACE_DETACH, j->tid, NULL, NULL);
 }
 
 static void restore_scratch(Injector *j) {
@@ -413,9 +398,7 @@ static int write_frame(Injector *j) {
                 memset(xbuf + 464, 0, 48); /* no extended state: sigreturn does fxrstor */
                 fp_size = FXSAVE_SIZE;
         }
-        r = xptrace(PTRACE_GETSIGMASK, j->tid, (void *) (uintptr_t) sizeof sigmask, &sigmask);
-        if (r < 0)
-                return r;
+        sigmask = j->sigmask;
 
         /* Layout below the 128-byte red zone: [frame][pad][fpstate, 64-aligned],
          * where a signal frame would go: the same size as the one the kernel
@@ -477,7 +460,32 @@ static int write_frame(Injector *j) {
         return 0;
 }
 
-static int choose_thread(Injector *j, int *ret_tid) {
+static bool skipped(const int *skip, size_t n_skip, int tid) {
+        for (size_t i = 0; i < n_skip; i++)
+                if (skip[i] == tid)
+                        return true;
+        return false;
+}
+
+/* Syscalls that run with a temporary signal mask and put the thread's own
+ * back on the way out (TIF_RESTORE_SIGMASK, saved_sigmask). That mask
+ * cannot be read from outside, and PTRACE_SETSIGMASK would drop the flag,
+ * so a thread stopped in one is left alone and another thread is taken. */
+static bool in_temporary_mask_syscall(const struct user_regs_struct *r) {
+        switch ((int64_t) r->orig_rax) {
+        case SYS_rt_sigsuspend:
+        case SYS_pselect6:
+        case SYS_ppoll:
+        case SYS_epoll_pwait:
+        case 441: /* epoll_pwait2 */
+        case SYS_io_pgetevents:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static int choose_thread(Injector *j, const int *skip, size_t n_skip, int *ret_tid) {
         ProcStat st;
         _cleanup_close_ int task_fd = -EBADF;
         int r;
@@ -488,11 +496,12 @@ static int choose_thread(Injector *j, int *ret_tid) {
         r = procfs_read_stat(j->pid_dirfd, &st);
         if (r < 0)
                 return r;
-        if (st.state != 'Z' && st.state != 'X' && st.state != 'D') {
+        bool leader_ok = !skipped(skip, n_skip, j->pid);
+        if (leader_ok && st.state != 'Z' && st.state != 'X' && st.state != 'D') {
                 *ret_tid = j->pid;
                 return 0;
         }
-        int fallback = st.state == 'D' ? j->pid : -ESRCH;
+        int fallback = leader_ok && st.state == 'D' ? j->pid : -ESRCH;
         task_fd = openat(j->pid_dirfd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (task_fd < 0)
                 return -ESRCH;
@@ -503,7 +512,7 @@ static int choose_thread(Injector *j, int *ret_tid) {
         int found = -ESRCH;
         for (struct dirent *de; (de = readdir(d));) {
                 int tid;
-                if (safe_atoi(de->d_name, &tid) < 0)
+                if (safe_atoi(de->d_name, &tid) < 0 || skipped(skip, n_skip, tid))
                         continue;
                 _cleanup_close_ int tfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (tfd < 0 || procfs_read_stat(tfd, &st) < 0 || st.state == 'Z' || st.state == 'X')
@@ -637,6 +646,16 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
         StopKind kind;
         int sig, r;
 
+        /* While our calls run, every signal stays pending: none is delivered
+         * in a context that is not the target's own (the restart below, or
+         * the fallback's rt_sigreturn, puts the mask back and they arrive
+         * as usual). A stop inside a temporary-mask syscall was ruled out
+         * before: PTRACE_SETSIGMASK drops TIF_RESTORE_SIGMASK. */
+        uint64_t all = ~UINT64_C(0);
+        r = xptrace(PTRACE_SETSIGMASK, j->tid, (void *) (uintptr_t) sizeof all, &all);
+        if (r < 0)
+                return r;
+
         for (size_t i = 0; i < n; i++) {
                 struct user_regs_struct regs = j->saved;
                 regs.rax = (uint64_t) calls[i].nr;
@@ -679,8 +698,10 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
                                 hook(j, INJECT_PHASE_SYSCALL_EXIT);
                                 break;
                         } else if (kind == STOP_SIGNAL)
-                                /* Not delivered in our context: held for detach. */
-                                hold_signal(j, sig);
+                                /* All are blocked: this one was forced by our
+                                 * own call (seccomp's SIGSYS, ...) and is not
+                                 * the target's to see. */
+                                j->suppressed++;
                         /* STOP_EVENT here is a group stop or a stale interrupt:
                          * the kernel reinstates a group stop at detach. */
                         r = xptrace(PTRACE_SYSCALL, j->tid, NULL, NULL);
@@ -703,11 +724,11 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
                 if (kind == STOP_EVENT)
                         break;
                 if (kind == STOP_SIGNAL)
-                        hold_signal(j, sig);
+                        j->suppressed++;
                 r = xptrace(PTRACE_CONT, j->tid, NULL, NULL);
         }
         hook(j, INJECT_PHASE_FINAL_STOP);
-        return 0;
+        return xptrace(PTRACE_SETSIGMASK, j->tid, (void *) (uintptr_t) sizeof j->sigmask, &j->sigmask);
 }
 
 /* Collects the exit of a tracee that died under us. Until its tracer has
@@ -730,6 +751,113 @@ static void reap_exited(Injector *j) {
         }
 }
 
+/* What happens to one thread, from PTRACE_SEIZE to PTRACE_DETACH. Returns
+ * TRY_ANOTHER_THREAD, untouched, when it stopped in a temporary-mask
+ * syscall. */
+#define TRY_ANOTHER_THREAD 1
+
+static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, InjectStats *s, uint64_t *t_stop) {
+        const InjectOptions *o = j->o;
+        StopKind kind;
+        int sig, r;
+
+        r = xptrace(PTRACE_SEIZE, j->tid, NULL, (void *) (uintptr_t) PTRACE_O_TRACESYSGOOD);
+        if (r == -EPERM) {
+                /* Traced meanwhile, or not allowed (CAP_SYS_PTRACE, Yama). */
+                ProcStatus ps;
+                if (procfs_read_status(j->pid_dirfd, &ps) >= 0 && ps.tracer_pid != 0)
+                        return refuse(s, -EBUSY, "already traced by pid %d", ps.tracer_pid);
+                return refuse(s, r, "ptrace refused (CAP_SYS_PTRACE, Yama ptrace_scope, or not dumpable)");
+        }
+        if (r < 0)
+                return r;
+        hook(j, INJECT_PHASE_SEIZED);
+
+        j->overran = false;
+        j->stopped_once = false;
+        j->deadline_usec = now_usec(CLOCK_MONOTONIC) + (o->stop_timeout_usec ?: 2 * USEC_PER_SEC);
+        r = xptrace(PTRACE_INTERRUPT, j->tid, NULL, NULL);
+        for (;;) {
+                if (r < 0) {
+                        if (r == -ESRCH)
+                                reap_exited(j);
+                        return r;
+                }
+                r = wait_stop(j, &kind, &sig);
+                if (r < 0)
+                        return r;
+                if (kind == STOP_EXITED)
+                        return -ESRCH;
+                if (kind == STOP_EVENT)
+                        break;
+                /* A signal that was on its way: registers are still the
+                 * target's own, deliver it now and wait for our stop. */
+                r = xptrace(PTRACE_CONT, j->tid, NULL, (void *) (uintptr_t) (kind == STOP_SIGNAL ? sig : 0));
+        }
+        *t_stop = now_usec(CLOCK_MONOTONIC);
+        j->stopped_once = true;
+        hook(j, INJECT_PHASE_STOPPED);
+
+        if (j->overran)
+                r = refuse(s, -ETIMEDOUT, "did not stop within the deadline (uninterruptible sleep); left untouched");
+        else {
+                /* The pidfd's process is alive, so pid still names it, and the
+                 * thread we stopped belongs to it: not a stranger with a reused pid. */
+                char task[32];
+                snprintf(task, sizeof task, "task/%d", j->tid);
+                if (pidfd_alive(pidfd) < 0 || faccessat(j->pid_dirfd, task, F_OK, 0) < 0)
+                        r = refuse(s, -ESRCH, "exited (or its pid was reused) before the stop");
+        }
+        if (r >= 0)
+                r = xptrace(PTRACE_GETREGS, j->tid, NULL, &j->saved);
+        if (r >= 0 && j->saved.cs != USER_CS_64)
+                r = refuse(s, -EOPNOTSUPP, "not a 64-bit task (cs=%#llx)", (unsigned long long) j->saved.cs);
+        if (r >= 0 && in_temporary_mask_syscall(&j->saved))
+                r = TRY_ANOTHER_THREAD;
+        if (r == 0 && (!gadget_intact(j, j->g_syscall, gadget_syscall_ret, sizeof gadget_syscall_ret) ||
+                       !gadget_intact(j, j->g_restorer, gadget_restorer, sizeof gadget_restorer)))
+                r = refuse(s, -ENOEXEC, "its text changed under the scan");
+        if (r == 0 && j->seccomp == 2 && !o->allow_seccomp)
+                r = check_filters(j, calls, n, s);
+        if (r == 0)
+                r = xptrace(PTRACE_GETSIGMASK, j->tid, (void *) (uintptr_t) sizeof j->sigmask, &j->sigmask);
+        if (r == 0) {
+                r = write_frame(j);
+                if (r == -EFAULT)
+                        r = refuse(s, r, "its stack pointer is not on a thread stack with room below it "
+                                          "(sigaltstack or coroutine stack?)");
+        }
+        if (r != 0) {
+                /* Nothing changed but perhaps the bytes below its stack. */
+                restore_scratch(j);
+                if (detach(j) == -ESRCH)
+                        reap_exited(j);
+                return r;
+        }
+        hook(j, INJECT_PHASE_FRAME_WRITTEN);
+
+        r = run_calls(j, calls, n);
+        if (r >= 0)
+                r = xptrace(PTRACE_SETREGS, j->tid, NULL, &j->saved);
+        if (r == -ESRCH) {
+                reap_exited(j);
+                return r;
+        }
+        if (r < 0) {
+                /* Registers may be ours: detaching lets the fallback frame
+                 * bring the target home. */
+                if (detach(j) == -ESRCH)
+                        reap_exited(j);
+                return r;
+        }
+        hook(j, INJECT_PHASE_RESTORED);
+        restore_scratch(j);
+        r = detach(j);
+        if (r == -ESRCH)
+                reap_exited(j);
+        return r;
+}
+
 int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
                     const InjectOptions *o, InjectStats *ret_stats) {
         static const InjectOptions defaults = {};
@@ -737,12 +865,11 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
         InjectStats s = {};
         Injector j = {};
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t_stop = 0;
-        StopKind kind;
-        int sig, r;
+        int skip[8];
+        size_t n_skip = 0;
+        int r;
 
-        if (!o)
-                o = &defaults;
-        j.o = o;
+        j.o = o ?: &defaults;
         j.pid = pid;
         j.mem_fd = -EBADF;
 
@@ -750,10 +877,7 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
         if (r < 0)
                 goto out;
         j.pid_dirfd = pid_dirfd;
-        r = check_target(&j, o, &s);
-        if (r < 0)
-                goto out;
-        r = choose_thread(&j, &j.tid);
+        r = check_target(&j, j.o, &s);
         if (r < 0)
                 goto out;
         mem_fd = openat(pid_dirfd, "mem", O_RDWR | O_CLOEXEC);
@@ -769,119 +893,32 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
         if (r < 0)
                 goto out;
 
-        r = xptrace(PTRACE_SEIZE, j.tid, NULL, (void *) (uintptr_t) PTRACE_O_TRACESYSGOOD);
-        if (r == -EPERM) {
-                /* Traced meanwhile, or not allowed (CAP_SYS_PTRACE, Yama). */
-                ProcStatus ps;
-                if (procfs_read_status(pid_dirfd, &ps) >= 0 && ps.tracer_pid != 0)
-                        r = refuse(&s, -EBUSY, "already traced by pid %d", ps.tracer_pid);
-                else
-                        r = refuse(&s, r, "ptrace refused (CAP_SYS_PTRACE, Yama ptrace_scope, or not dumpable)");
-        }
-        if (r < 0)
-                goto out;
-        hook(&j, INJECT_PHASE_SEIZED);
-
-        j.deadline_usec = t0 + (o->stop_timeout_usec ? o->stop_timeout_usec : 2 * USEC_PER_SEC);
-        r = xptrace(PTRACE_INTERRUPT, j.tid, NULL, NULL);
         for (;;) {
-                if (r < 0)
-                        goto out_reap;
-                r = wait_stop(&j, &kind, &sig);
-                if (r < 0)
-                        goto out_reap;
-                if (kind == STOP_EXITED) {
-                        r = -ESRCH;
+                r = choose_thread(&j, skip, n_skip, &j.tid);
+                if (r < 0) {
+                        if (n_skip > 0)
+                                r = refuse(&s, -EAGAIN, "every thread tried waits in a syscall with a temporary "
+                                                        "signal mask (ppoll, pselect, sigsuspend...)");
                         goto out;
                 }
-                if (kind == STOP_EVENT)
+                free(j.scratch_orig);
+                j.scratch_orig = NULL;
+                j.scratch_written = false;
+                r = attempt(&j, pidfd, calls, n, &s, &t_stop);
+                if (r != TRY_ANOTHER_THREAD)
                         break;
-                /* A signal that was on its way: registers are still the
-                 * target's own, deliver it now and wait for our stop. */
-                r = xptrace(PTRACE_CONT, j.tid, NULL, (void *) (uintptr_t) (kind == STOP_SIGNAL ? sig : 0));
+                if (n_skip == ELEMENTSOF(skip)) {
+                        r = refuse(&s, -EAGAIN, "%zu threads tried wait in a syscall with a temporary signal mask",
+                                   n_skip);
+                        break;
+                }
+                skip[n_skip++] = j.tid;
         }
-        t_stop = now_usec(CLOCK_MONOTONIC);
-        j.stopped_once = true;
-        hook(&j, INJECT_PHASE_STOPPED);
-
-        if (j.overran) {
-                r = refuse(&s, -ETIMEDOUT, "did not stop within the deadline (uninterruptible sleep); left untouched");
-                goto out_detach;
-        }
-        /* The pidfd's process is alive, so pid still names it, and the
-         * thread we stopped belongs to it: not a stranger with a reused pid. */
-        char task[32];
-        snprintf(task, sizeof task, "task/%d", j.tid);
-        if (pidfd_alive(pidfd) < 0 || faccessat(pid_dirfd, task, F_OK, 0) < 0) {
-                r = refuse(&s, -ESRCH, "exited (or its pid was reused) before the stop");
-                goto out_detach;
-        }
-        r = xptrace(PTRACE_GETREGS, j.tid, NULL, &j.saved);
-        if (r < 0)
-                goto out_detach;
-        if (j.saved.cs != USER_CS_64) {
-                r = refuse(&s, -EOPNOTSUPP, "not a 64-bit task (cs=%#llx)", (unsigned long long) j.saved.cs);
-                goto out_detach;
-        }
-        if (!gadget_intact(&j, j.g_syscall, gadget_syscall_ret, sizeof gadget_syscall_ret) ||
-            !gadget_intact(&j, j.g_restorer, gadget_restorer, sizeof gadget_restorer)) {
-                r = refuse(&s, -ENOEXEC, "its text changed under the scan");
-                goto out_detach;
-        }
-        if (j.seccomp == 2 && !o->allow_seccomp) {
-                r = check_filters(&j, calls, n, &s);
-                if (r < 0)
-                        goto out_detach;
-        }
-        r = write_frame(&j);
-        if (r == -EFAULT)
-                r = refuse(&s, r, "its stack pointer is not on a thread stack with room below it "
-                                  "(sigaltstack or coroutine stack?)");
-        if (r < 0)
-                goto out_detach;
-        hook(&j, INJECT_PHASE_FRAME_WRITTEN);
-
-        r = run_calls(&j, calls, n);
-        if (r == -ESRCH) {
-                reap_exited(&j);
-                goto out;
-        }
-        if (r < 0) {
-                /* Registers may be ours: detaching lets the fallback frame
-                 * bring the target home. */
-                if (detach(&j) == -ESRCH)
-                        reap_exited(&j);
-                goto out;
-        }
-        r = xptrace(PTRACE_SETREGS, j.tid, NULL, &j.saved);
-        if (r == -ESRCH) {
-                reap_exited(&j);
-                goto out;
-        }
-        if (r < 0) {
-                (void) detach(&j);
-                goto out;
-        }
-        hook(&j, INJECT_PHASE_RESTORED);
-        restore_scratch(&j);
-        r = detach(&j);
-        if (r == -ESRCH)
-                reap_exited(&j);
-        goto out;
-
-out_detach:
-        restore_scratch(&j);
-        if (detach(&j) == -ESRCH)
-                reap_exited(&j);
-        goto out;
-out_reap:
-        if (r == -ESRCH)
-                reap_exited(&j);
 out:
         free(j.scratch_orig);
         map_list_done(&j.maps);
         s.tid = j.tid;
-        s.signals_held = j.n_held;
+        s.signals_suppressed = j.suppressed;
         uint64_t t1 = now_usec(CLOCK_MONOTONIC);
         s.total_usec = t1 - t0;
         s.pause_usec = t_stop ? t1 - t_stop : 0;

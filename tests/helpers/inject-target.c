@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* A target for ptrace injection that checks itself, for kernel tests.
  *
- *   inject-target [--seccomp|--seccomp-deny-merge]
+ *   inject-target [--seccomp|--seccomp-deny-merge|--ppoll-leader]
  *
  * Its main thread (the one an injector seizes: the thread group leader) loops
  * on raw blocking syscalls -- nanosleep(1 ms) and read() on a pipe fed every
@@ -18,7 +18,9 @@
  * --seccomp installs an allow-all filter (that kills on acct(2)) first, so
  * /proc/PID/status says Seccomp: 2; --seccomp-deny-merge one that also kills
  * the process on prctl(PR_SET_MEMORY_MERGE, ...), as a strict service
- * filter might.
+ * filter might. --ppoll-leader parks the main thread in ppoll() with a
+ * temporary signal mask instead of its register loop (an injector must
+ * take another thread then, and leave the main thread's mask as it was).
  *
  * Prints "ready PID ADDR". On a stdin line "report" it prints "report
  * errors=E main=N eintr=N reader=N sleeper=N futex=N compute=N signals=N"
@@ -29,6 +31,7 @@
 #include <linux/filter.h>
 #include <linux/futex.h>
 #include <linux/seccomp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -324,6 +327,7 @@ static int install_seccomp(bool deny_merge) {
 int main(int argc, char **argv) {
         bool want_seccomp = argc > 1 && strcmp(argv[1], "--seccomp") == 0;
         bool deny_merge = argc > 1 && strcmp(argv[1], "--seccomp-deny-merge") == 0;
+        bool ppoll_leader = argc > 1 && strcmp(argv[1], "--ppoll-leader") == 0;
         size_t page = (size_t) sysconf(_SC_PAGESIZE);
         pthread_t t;
 
@@ -378,6 +382,20 @@ int main(int argc, char **argv) {
         printf("ready %d %p\n", (int) getpid(), (void *) region);
         fflush(stdout);
 
+        if (ppoll_leader) {
+                /* Temporarily unblock SIGUSR2 only; SIGUSR1 stays blocked. */
+                sigset_t tmp;
+                sigfillset(&tmp);
+                sigdelset(&tmp, SIGUSR2);
+                for (;;) {
+                        if (ppoll(NULL, 0, NULL, &tmp) < 0 && errno != EINTR)
+                                fail("main: ppoll: %s", strerror(errno));
+                        sigset_t now;
+                        pthread_sigmask(SIG_BLOCK, NULL, &now);
+                        if (!sigismember(&now, SIGUSR1) || !sigismember(&now, SIGUSR2))
+                                fail("main: signal mask changed");
+                }
+        }
         bool avx = __builtin_cpu_supports("avx");
         static RegBlock blk;
         for (uint64_t round = 0;; round++) {

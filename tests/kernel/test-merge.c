@@ -355,6 +355,48 @@ static void test_seccomp_target(void **state) {
         assert_int_equal(workload_stop(&w), 0);
 }
 
+static char *sigblk_of(int pid, char *buf, size_t n) {
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/%d/status", pid);
+        FILE *f = fopen(path, "re");
+        assert_non_null(f);
+        buf[0] = 0;
+        while (fgets(line, sizeof line, f))
+                if (strncmp(line, "SigBlk:", 7) == 0)
+                        strscpy(buf, n, line + 7);
+        fclose(f);
+        return buf;
+}
+
+/* A main thread in ppoll() with a temporary mask: its real mask cannot be
+ * read, so the injector takes another thread and leaves it alone. */
+static void test_temporary_mask_thread_skipped(void **state) {
+        const char *args[] = { "--ppoll-leader", NULL };
+        Workload w;
+        char before[64], after[64];
+        unsigned long e, m, i;
+
+        assert_int_equal(workload_spawn(&w, "KSM_INJECT_TARGET", args, true), 0);
+        usleep(50000);
+        sigblk_of(w.pid, before, sizeof before);
+        int pidfd = sys_pidfd_open(w.pid, 0);
+        for (int k = 0; k < 20; k++) {
+                InjectSyscall call = { .nr = SYS_prctl, .args = { PR_SET_MEMORY_MERGE, (uint64_t) !(k & 1) } };
+                InjectStats s;
+                assert_int_equal(inject_syscalls(root, pidfd, w.pid, &call, 1, NULL, &s), 0);
+                assert_int_equal(call.ret, 0);
+                assert_int_not_equal(s.tid, w.pid);
+                if (k == 0)
+                        fprintf(stderr, "leader %d in ppoll: injected through thread %d\n", w.pid, s.tid);
+        }
+        close(pidfd);
+        /* The leader's mask, as the kernel shows it while it waits in ppoll. */
+        assert_string_equal(sigblk_of(w.pid, after, sizeof after), before);
+        target_report(&w, &e, &m, &i);
+        assert_int_equal(e, 0);
+        assert_int_equal(workload_stop(&w), 0);
+}
+
 static void test_gone_and_reused(void **state) {
         const char *args[] = { "--unique", "16", "--copies", "2", "--merge", "none", NULL };
         MergeContext c = context();
@@ -597,6 +639,7 @@ int main(void) {
                 cmocka_unit_test(test_integrity_through_repeated_injections),
                 cmocka_unit_test(test_traced_target_refused),
                 cmocka_unit_test(test_seccomp_target),
+                cmocka_unit_test(test_temporary_mask_thread_skipped),
                 cmocka_unit_test(test_gone_and_reused),
                 cmocka_unit_test(test_ledger_unmerges_only_its_own),
                 cmocka_unit_test(test_worker),
