@@ -2,6 +2,8 @@
 #pragma once
 
 /* Syscalls and constants that glibc 2.36 or its headers may lack. */
+#include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -38,6 +40,15 @@ static inline int sys_pidfd_open(pid_t pid, unsigned flags) {
 static inline long sys_process_madvise(int pidfd, const struct iovec *iov, size_t n, int advice,
                                        unsigned flags) {
         return syscall(__NR_process_madvise, pidfd, iov, n, advice, flags);
+}
+
+/* Whether the process behind a pidfd still runs: the pidfd turns readable
+ * when it exits. Unlike pidfd_send_signal(fd, 0), this needs no permission
+ * to signal it (CAP_KILL for another user's process). 1 alive, 0 exited. */
+static inline int pidfd_is_alive(int pidfd) {
+        struct pollfd p = { .fd = pidfd, .events = POLLIN };
+        int k = poll(&p, 1, 0);
+        return k == 0 ? 1 : k > 0 ? 0 : -errno;
 }
 
 static inline int sys_pidfd_send_signal(int pidfd, int sig, siginfo_t *info, unsigned flags) {

@@ -167,7 +167,7 @@ static int xptrace(int req, pid_t tid, void *addr, void *data) {
 }
 
 static int pidfd_alive(int pidfd) {
-        return sys_pidfd_send_signal(pidfd, 0, NULL, 0) < 0 ? negative_errno() : 0;
+        return pidfd_is_alive(pidfd) == 1 ? 0 : -ESRCH;
 }
 
 typedef enum StopKind {
@@ -235,11 +235,23 @@ static int detach(Injector *j) {
         return xptrace(PTRACE_DETACH, j->tid, NULL, NULL);
 }
 
+/* Writes into the target with process_vm_writev(): it needs only the
+ * ptrace attach right (CAP_SYS_PTRACE), where opening /proc/PID/mem for
+ * writing would also need CAP_DAC_OVERRIDE for another user's process
+ * (the file is 0600, owned by it); and it honours page protections, so it
+ * can only ever touch writable memory. Reads go through mem opened
+ * read-only (CAP_DAC_READ_SEARCH), which also reads execute-only text. */
+static bool write_target(const Injector *j, uint64_t addr, const void *buf, size_t len) {
+        struct iovec local = { .iov_base = (void *) buf, .iov_len = len };
+        struct iovec remote = { .iov_base = (void *) (uintptr_t) addr, .iov_len = len };
+        return process_vm_writev(j->tid, &local, 1, &remote, 1, 0) == (ssize_t) len;
+}
+
 static void restore_scratch(Injector *j) {
         if (!j->scratch_written)
                 return;
         size_t len = (size_t) (j->scratch_hi - j->scratch_lo);
-        if (pwrite(j->mem_fd, j->scratch_orig, len, (off_t) j->scratch_lo) == (ssize_t) len)
+        if (write_target(j, j->scratch_lo, j->scratch_orig, len))
                 j->scratch_written = false;
 }
 
@@ -453,7 +465,7 @@ static int write_frame(Injector *j) {
                 memcpy(blob + (fp_addr - frame_addr) + fp_size - 4, &magic2, 4);
         }
         j->scratch_written = true;
-        if (pwrite(j->mem_fd, blob, len, (off_t) frame_addr) != (ssize_t) len) {
+        if (!write_target(j, frame_addr, blob, len)) {
                 restore_scratch(j);
                 return -EFAULT;
         }
@@ -880,7 +892,7 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
         r = check_target(&j, j.o, &s);
         if (r < 0)
                 goto out;
-        mem_fd = openat(pid_dirfd, "mem", O_RDWR | O_CLOEXEC);
+        mem_fd = openat(pid_dirfd, "mem", O_RDONLY | O_CLOEXEC);
         if (mem_fd < 0) {
                 r = errno == ENOENT ? -ESRCH : negative_errno();
                 goto out;

@@ -337,7 +337,7 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
 
         r = procfs_read_stat(pid_dirfd, &st);
         if (r < 0 || (a->start_time_ticks && st.start_time_ticks != a->start_time_ticks) ||
-            sys_pidfd_send_signal(pidfd, 0, NULL, 0) < 0) {
+            pidfd_is_alive(pidfd) != 1) {
                 if (r == -ENOMEM)
                         return r;
                 o->kind = MERGE_OUTCOME_GONE;

@@ -168,6 +168,8 @@ static const char *const allow_list[] = {
         /* actuators: pidfds, remote madvise, process_ksm; injection of prctl() with ptrace and
          * waiting for the tracee (Method=inject) */
         "pidfd_open", "process_madvise", "ptrace", "wait4", "waitid",
+        /* injection writes its fallback frame below the target's stack pointer */
+        "process_vm_writev",
 };
 
 unsigned sandbox_allow_list_size(void) {

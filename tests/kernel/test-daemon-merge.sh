@@ -5,6 +5,8 @@
 # UnmergeOnExit=no (the default) leaves it; a daemon SIGKILLed at random
 # moments while it starts and injects leaves its target running, unstopped,
 # untraced and correct (the target checks itself and exits non-zero if not).
+# The target runs as nobody, as real targets run as their own users: the
+# daemon (root, sandboxed by default) reaches it with CAP_SYS_PTRACE alone.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 
@@ -37,6 +39,7 @@ healthy() { # pid: alive, not stopped, not traced
 }
 
 mkdir -p "$tmp/policy.d" "$tmp/run"
+chmod 755 "$tmp"
 # A comm of our own, so that nothing else on this shared machine matches.
 cp "$KSM_INJECT_TARGET" "$tmp/ksmt2-target"
 cat > "$tmp/policy.d/50-target.policy" <<POL
@@ -59,7 +62,8 @@ CONF
 start_target() {
         rm -f "$tmp/in"
         mkfifo "$tmp/in"
-        "$tmp/ksmt2-target" < "$tmp/in" > "$tmp/target.out" 2> "$tmp/target.err" &
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/ksmt2-target" \
+                < "$tmp/in" > "$tmp/target.out" 2> "$tmp/target.err" &
         target_pid=$!
         exec 8> "$tmp/in"
         wait_for 5 grep -q ready "$tmp/target.out" || fail "target did not start"
@@ -87,6 +91,7 @@ start_target
 not_merging "$target_pid" || fail "target merges before the daemon runs"
 start_daemon
 wait_for 10 is_merging "$target_pid" || fail "target not merged"
+[ "$(stat -c %U /proc/$target_pid)" = nobody ] || fail "target does not run as nobody"
 wait_for 5 log_has "pid $target_pid (ksmt2-target): method inject: enabled (tid $target_pid, paused [0-9]* us) (50-target.policy:1: Mode=always" ||
         fail "outcome not logged"
 healthy "$target_pid" || fail "target unhealthy after injection"
