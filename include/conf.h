@@ -50,7 +50,6 @@ typedef struct TuningConfig {
         double exclude_blocked_percent;         /* ExcludeBlocked= */
         uint64_t exclude_max_merging_pages;     /* ExcludeMaxMergingPages= */
         uint64_t readmit_after_usec;            /* ReadmitAfter= */
-        uint64_t min_process_age_usec;          /* MinProcessAge= */
 } TuningConfig;
 
 #define TUNING_CONFIG_DEFAULTS                                          \
@@ -82,7 +81,6 @@ typedef struct TuningConfig {
                 .exclude_blocked_percent = 20,                          \
                 .exclude_max_merging_pages = 256,                       \
                 .readmit_after_usec = 600 * USEC_PER_SEC,               \
-                .min_process_age_usec = 30 * USEC_PER_SEC,              \
         })
 
 /* ksmtuned2.conf: every key is documented in ksmtuned2.conf(5) and appears,

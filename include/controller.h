@@ -108,9 +108,3 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
  * default_usec otherwise. */
 uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec);
 
-/* Removes ENABLE actions for processes younger than MinProcessAge (their
- * memory has not settled: merging it now would be undone by its own
- * writes); classification proposes them again later. uptime_ticks and
- * start_time_ticks are in clock ticks since boot (hz per second). Returns
- * how many were deferred. */
-size_t controller_defer_young(Plan *plan, const TuningConfig *cfg, uint64_t uptime_ticks, uint64_t hz);

@@ -71,7 +71,6 @@ const ConfItem config_table[] = {
         ITEM("Tuning", "ExcludeBlocked", conf_parse_double, tuning.exclude_blocked_percent, &percent_range),
         ITEM("Tuning", "ExcludeMaxMergingPages", conf_parse_u64, tuning.exclude_max_merging_pages, &count_range),
         ITEM("Tuning", "ReadmitAfter", conf_parse_timespan, tuning.readmit_after_usec, &long_span_range),
-        ITEM("Tuning", "MinProcessAge", conf_parse_timespan, tuning.min_process_age_usec, &any_span_range),
         ITEM("Metrics", "TextfilePath", conf_parse_string, metrics_textfile, NULL),
 };
 const size_t config_table_size = ELEMENTSOF(config_table);

@@ -390,20 +390,3 @@ uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *
                 return MIN(cfg->burst_interval_usec, default_usec);
         return default_usec;
 }
-
-size_t controller_defer_young(Plan *plan, const TuningConfig *cfg, uint64_t uptime_ticks, uint64_t hz) {
-        size_t w = 0, deferred = 0;
-        uint64_t min_ticks = cfg->min_process_age_usec * MAX(hz, UINT64_C(1)) / USEC_PER_SEC;
-
-        for (size_t i = 0; i < plan->n_actions; i++) {
-                const ProcessAction *a = &plan->actions[i];
-                if (a->action == MERGE_ACTION_ENABLE && a->start_time_ticks > 0 &&
-                    (uptime_ticks < a->start_time_ticks || uptime_ticks - a->start_time_ticks < min_ticks)) {
-                        deferred++;
-                        continue;
-                }
-                plan->actions[w++] = *a;
-        }
-        plan->n_actions = w;
-        return deferred;
-}

@@ -460,23 +460,6 @@ static void test_recorded_s1(void **state) {
         assert_true(planned_rate(&x) <= 150);
 }
 
-static void test_defer_young(void **state) {
-        TuningConfig cfg = TUNING_CONFIG_DEFAULTS;
-        Plan p = {};
-        ProcessAction a = { .pid = 1, .start_time_ticks = 100 * 100, .action = MERGE_ACTION_ENABLE };
-        assert_int_equal(plan_add_action(&p, &a), 0);
-        a = (ProcessAction) { .pid = 2, .start_time_ticks = 10 * 100, .action = MERGE_ACTION_ENABLE };
-        assert_int_equal(plan_add_action(&p, &a), 0);
-        a = (ProcessAction) { .pid = 3, .start_time_ticks = 100 * 100, .action = MERGE_ACTION_DISABLE };
-        assert_int_equal(plan_add_action(&p, &a), 0);
-        /* uptime 110 s: pid 1 is 10 s old (deferred), pid 2 is 100 s old */
-        assert_int_equal(controller_defer_young(&p, &cfg, 110 * 100, 100), 1);
-        assert_int_equal(p.n_actions, 2);
-        assert_int_equal(p.actions[0].pid, 2);
-        assert_int_equal(p.actions[1].pid, 3);
-        plan_done(&p);
-}
-
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_burst_decays),
@@ -489,7 +472,6 @@ int main(void) {
                 cmocka_unit_test(test_trylock_kernel),
                 cmocka_unit_test(test_advisor),
                 cmocka_unit_test(test_recorded_s1),
-                cmocka_unit_test(test_defer_young),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
