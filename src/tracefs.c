@@ -234,10 +234,7 @@ static int parse_task_column(const char *s, const char *end, TraceEvent *e) {
                 return -EINVAL;
         e->pid = (int) v;
         s = skip_spaces(s);
-        size_t n = (size_t) (dash - 1 - s);
-        if ((const char *) dash - 1 < s)
-                n = 0;
-        n = MIN(n, sizeof e->comm - 1);
+        size_t n = dash - 1 > s ? MIN((size_t) (dash - 1 - s), sizeof e->comm - 1) : 0;
         memcpy(e->comm, s, n);
         e->comm[n] = 0;
         return 0;
