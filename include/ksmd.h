@@ -57,6 +57,8 @@ typedef struct KsmdSampler KsmdSampler;
 
 int ksmd_sampler_start(const Root *root, int ksmd_pid, uint64_t interval_usec, KsmdSampler **ret);
 void ksmd_sampler_set_paused(KsmdSampler *s, bool paused);
+/* Takes effect from the next sample on. */
+void ksmd_sampler_set_interval(KsmdSampler *s, uint64_t interval_usec);
 void ksmd_sampler_take(KsmdSampler *s, KsmdWaitCounts *ret);
 KsmdSampler *ksmd_sampler_stop(KsmdSampler *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(KsmdSampler *, ksmd_sampler_stop);

@@ -208,6 +208,14 @@ void ksmd_sampler_set_paused(KsmdSampler *s, bool paused) {
         pthread_mutex_unlock(&s->lock);
 }
 
+void ksmd_sampler_set_interval(KsmdSampler *s, uint64_t interval_usec) {
+        if (!s)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->interval_usec = MAX(interval_usec, 1000u);
+        pthread_mutex_unlock(&s->lock);
+}
+
 void ksmd_sampler_take(KsmdSampler *s, KsmdWaitCounts *ret) {
         if (!s) {
                 *ret = (KsmdWaitCounts) {};

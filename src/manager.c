@@ -192,9 +192,11 @@ int manager_tick(Manager *m) {
         m->snapshot = s;
         m->tick_count++;
 
-        /* Sample ksmd's state only while it scans: an idle host costs nothing. */
-        ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1 &&
-                                                   tuner_wants_sampling(m->tuner)));
+        /* Sample ksmd's state only while it scans (an idle host costs
+         * nothing), and at full rate only while it scans hard. */
+        uint64_t sample_usec = tuner_sample_interval_usec(m->tuner, m->config.ksmd_sample_interval_usec);
+        ksmd_sampler_set_interval(m->ksmd_sampler, sample_usec);
+        ksmd_sampler_set_paused(m->ksmd_sampler, !(s.ksm_present && s.ksm.value[KSM_RUN] == 1 && sample_usec > 0));
 
         manager_merge_collect(m);
         if (m->discovery) {

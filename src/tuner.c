@@ -24,6 +24,7 @@
  * cost the daemon tens of ms of parsing. Aim at this many ksmd events. */
 #define WINDOW_KSMD_EVENTS 50000.0
 #define WINDOW_MIN_USEC (10 * USEC_PER_MSEC)
+#define MAINTENANCE_SAMPLE_FACTOR 5
 
 struct Tuner {
         sd_event *event;
@@ -281,14 +282,16 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         return 0;
 }
 
-bool tuner_wants_sampling(const Tuner *t) {
+uint64_t tuner_sample_interval_usec(const Tuner *t, uint64_t configured_usec) {
         const ModelTick *tick;
         if (!t)
-                return true;
-        if (t->controller.mode == TUNE_MODE_BURST)
-                return true;
+                return configured_usec;
+        if (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY)
+                return configured_usec;
         tick = model_tick(&t->model, 0);
-        return !tick || tick->scanned_pages > 0;
+        if (tick && tick->scanned_pages == 0)
+                return 0;
+        return configured_usec * MAINTENANCE_SAMPLE_FACTOR;
 }
 
 const Model *tuner_model(const Tuner *t) {
