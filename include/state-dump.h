@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 /* SIGUSR1 makes the daemon write <RuntimeDirectory>/state.json: its process
- * model (pid and start time of every process it knows), the discovery
+ * model (pid, start time and verdict of every process it knows), the discovery
  * counters and the loop's timing. For the storm and fault tests (does the
  * model match /proc after 30 000 processes came and went?) and for an
  * administrator chasing such a mismatch; the bus is the interface for

@@ -54,13 +54,14 @@ static void write_discovery(JsonWriter *w, Discovery *d) {
 
         write_exec_latencies(w, d);
 
-        /* One line per process, "pid start_time_ticks", so a shell test can
-         * compare it with /proc without a JSON parser. */
+        /* One string per process, "pid start_time_ticks verdict", so a shell
+         * test can compare it with /proc without a JSON parser. */
         json_key(w, "processes");
         json_begin_array(w);
         PROCESS_TABLE_FOREACH(p, discovery_processes(d), i) {
-                char line[64];
-                snprintf(line, sizeof line, "%d %" PRIu64, p->pid, p->start_time_ticks);
+                char line[96];
+                snprintf(line, sizeof line, "%d %" PRIu64 " %s", p->pid, p->start_time_ticks,
+                         p->have_verdict ? verdict_action_to_string(p->verdict.action) : "none");
                 json_string(w, line);
         }
         json_end_array(w);

@@ -11,7 +11,10 @@
 #              the connector's LISTEN and then sends nothing -> polling,
 #              said once, and a process started later is in the model
 #              (SIGUSR1 dump). On 6.18 dropping CAP_NET_ADMIN does not make
-#              the connector unavailable: unprivileged listeners are allowed.
+#              the connector unavailable: unprivileged listeners are allowed;
+#   pid reuse: in that namespace, a process a policy matched exits and
+#              another takes its pid (ns_last_pid) within one tick: the model
+#              holds the new one with its own start time and verdict.
 set -u
 . "$SOURCE_ROOT/tests/lib/fake-tree.sh"
 tmp=$(mktemp -d)
@@ -102,4 +105,43 @@ if [ "$(id -u)" = 0 ] && unshare -p -f --mount-proc true 2>/dev/null; then
         echo "connector unavailable (PID namespace): $(grep -o 'falls back to polling.*' "$tmp/pidns.log"); later process found"
 else
         echo "connector unavailable: skipped (needs root and PID namespaces)"
+fi
+
+# 5. A pid reused within one tick (polling: no exit event to tell).
+if [ "$(id -u)" = 0 ] && [ -w /proc/sys/kernel/ns_last_pid ] && unshare -p -f --mount-proc true 2>/dev/null; then
+        conf reuse
+        cat >> "$tmp/reuse.conf" <<CONF
+[Daemon]
+Interval=1s
+CONF
+        printf '[Match]\nComm=reuse-a\n[Merge]\nMode=auto\nMethod=any\n' >"$tmp/policy.d/50-reuse.policy"
+        cp "$(command -v sleep)" "$tmp/reuse-a"
+        cp "$(command -v sleep)" "$tmp/reuse-b"
+        unshare -p -f --mount-proc sh -c '
+                t=$1
+                "$2" --dry-run --config "$t/reuse.conf" 2>"$t/reuse.log" & d=$!
+                for _ in $(seq 50); do grep -q "falls back to polling" "$t/reuse.log" && break; sleep 0.1; done
+                start() { sed "s/.*) //" /proc/$1/stat | cut -d" " -f20; }
+                dump() { rm -f "$t/run-reuse/state.json"; kill -USR1 $d
+                         for _ in $(seq 50); do [ -s "$t/run-reuse/state.json" ] && break; sleep 0.1; done; }
+                "$t/reuse-a" 100 & a=$!
+                sleep 2.5; dump
+                echo "a $a $(start $a) $(grep -o "\"$a [0-9]* [a-z-]*\"" "$t/run-reuse/state.json")" >"$t/reuse.out"
+                kill $a; wait $a 2>/dev/null
+                echo $((a - 1)) >/proc/sys/kernel/ns_last_pid
+                "$t/reuse-b" 100 & b=$!
+                sleep 2.5; dump
+                echo "b $b $(start $b) $(grep -o "\"$b [0-9]* [a-z-]*\"" "$t/run-reuse/state.json")" >>"$t/reuse.out"
+                kill $b; kill -TERM $d; wait $d; echo $? >"$t/reuse.rc"' sh "$tmp" "$KSMTUNED2"
+        [ "$(cat "$tmp/reuse.rc")" = 0 ] || fail "pid reuse: exit status $(cat "$tmp/reuse.rc")"
+        read -r _ pa sa _ <<<"$(sed -n 1p "$tmp/reuse.out")"
+        read -r _ pb sb _ <<<"$(sed -n 2p "$tmp/reuse.out")"
+        [ "$pa" = "$pb" ] || fail "pid reuse: the namespace gave pid $pb, not $pa ($(cat "$tmp/reuse.out"))"
+        [ "$(sed -n 1p "$tmp/reuse.out")" = "a $pa $sa \"$pa $sa merge\"" ] ||
+                fail "pid reuse: the first process is not in the model with a merge verdict: $(sed -n 1p "$tmp/reuse.out")"
+        [ "$(sed -n 2p "$tmp/reuse.out")" = "b $pb $sb \"$pb $sb leave-alone\"" ] ||
+                fail "pid reuse: the model kept the old incarnation: $(cat "$tmp/reuse.out")"
+        echo "pid reuse within one tick: pid $pa start $sa (merge) -> start $sb (leave-alone) in the model"
+else
+        echo "pid reuse: skipped (needs root, ns_last_pid and PID namespaces)"
 fi

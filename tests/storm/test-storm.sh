@@ -225,7 +225,7 @@ for try in 1 2 3; do
         proc_list >"$tmp/l1"
         dump >/dev/null
         proc_list >"$tmp/l2"
-        sed -n 's/^    "\([0-9]* [0-9]*\)",\{0,1\}$/\1/p' "$tmp/run/state.json" | sort -u >"$tmp/model"
+        sed -n 's/^    "\([0-9]* [0-9]*\) [a-z-]*",\{0,1\}$/\1/p' "$tmp/run/state.json" | sort -u >"$tmp/model"
         missed_exits=$(sort -u "$tmp/l1" "$tmp/l2" | comm -13 - "$tmp/model" | wc -l)
         missed_births=$(comm -12 "$tmp/l1" "$tmp/l2" | comm -23 - "$tmp/model" | wc -l)
         [ "$missed_exits" = 0 ] && [ "$missed_births" = 0 ] && break
