@@ -43,7 +43,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  * an empty [Match] must never mean "every process". */
                 if (r == 0 && !p.match_invalid)
                         FUZZ_CHECK(p.cgroup.globs || p.comm.globs || p.exe.globs || p.unit.globs ||
-                                   p.vm.globs || p.users.n > 0);
+                                   p.vm.globs || p.cmdline.globs || p.users.n > 0);
                 policy_done(&p);
         }
         conf_diag_free(&diag);
