@@ -276,9 +276,19 @@ wait_journal "^Reloaded configuration $CONF\."
 wait_journal "^$((n_before + 1)) policies in use"
 wait_journal "^pid $sleeper \(ksme2e-sleeper\): [a-z-]+ by $POLICY_DIR/40-e2e.policy:"
 [ "$(inside systemctl is-active ksmtuned2)" = active ] || fail "not active after reload"
+# The policy merges it: on this stock kernel by injecting prctl(PR_SET_MEMORY_MERGE)
+# into another user's process, through the unit's filter (ptrace), bounding
+# set and the daemon's kept capabilities (CAP_SYS_PTRACE, CAP_DAC_OVERRIDE
+# for its /proc/PID/mem).
+for _ in $(seq 150); do
+        inside grep -q "^ksm_merge_any: yes" /proc/"$sleeper"/ksm_stat 2>/dev/null && break
+        sleep 0.1
+done
+inside grep -q "^ksm_merge_any: yes" /proc/"$sleeper"/ksm_stat ||
+        fail "pid $sleeper of e2e-user was not made mergeable: $(journal | grep "pid $sleeper" | tail -3)"
 out=$(inside runuser -u e2e-user -- ksmctl explain "$sleeper" 2>&1) || fail "ksmctl explain $sleeper: $out"
 case $out in *40-e2e.policy*) ;; *) fail "ksmctl explain $sleeper does not name 40-e2e.policy: $out";; esac
-echo "reload: max_page_sharing=$mps2, $((n_before + 1)) policies, pid $sleeper now decided by 40-e2e.policy"
+echo "reload: max_page_sharing=$mps2, $((n_before + 1)) policies, pid $sleeper now merged (ksm_merge_any) by 40-e2e.policy"
 
 # 6. The exposure score systemd-analyze gives the unit (README records it).
 score=$(inside systemd-analyze security ksmtuned2.service | sed -n 's/.*Overall exposure level for ksmtuned2.service: \([0-9.]*\).*/\1/p')
