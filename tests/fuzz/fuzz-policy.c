@@ -40,7 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 FUZZ_CHECK(p.method >= 0 && p.method < _MERGE_METHOD_MAX);
                 FUZZ_CHECK(p.min_anon_mib <= UINT64_C(1) << 20);
                 /* A policy that is not marked invalid matches on something:
-                 * an empty [Match] must never mean "every process". */
+                 * an empty [Match] must never mean "every process". A new
+                 * [Match] key must be added here (Cmdline= was). */
                 if (r == 0 && !p.match_invalid)
                         FUZZ_CHECK(p.cgroup.globs || p.comm.globs || p.exe.globs || p.unit.globs ||
                                    p.vm.globs || p.cmdline.globs || p.users.n > 0);
