@@ -67,6 +67,7 @@ typedef struct Controller {
         uint64_t mode_since_usec;
         double rate_pages_per_sec;      /* what the knobs aim at */
         bool have_knobs;
+        uint64_t knob_step;             /* scans_without_gain when the knobs were last set */
         uint64_t pages_to_scan, sleep_ms;
         bool run;
         uint64_t last_change_usec;

@@ -356,8 +356,16 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         rate = (double) p / ((double) p * cpu / NSEC_PER_SEC + (double) sl / 1000.0);
 
         /* --- hysteresis and rate limits --- */
-        bool change = !c->have_knobs || c->mode != before;
-        if (!change && (p != c->pages_to_scan || sl != c->sleep_ms)) {
+        bool change = !c->have_knobs || c->mode != before ||
+                      (bursting && m->scans_without_gain != c->knob_step);
+        /* Within one step of a burst (same mode, same number of barren
+         * scans) the batch is fixed and only the cost estimate moves the
+         * sleep: in a burst it may only shorten (the estimate settles down
+         * from its 4 us default), in a decay step it stays. Measured in S4:
+         * otherwise the sleep wandered 425, 286, 189, 385, 606 ms within one
+         * decay step. */
+        bool frozen = bursting && !c->throttled && !change && (c->mode == TUNE_MODE_DECAY || sl >= c->sleep_ms);
+        if (!change && !frozen && (p != c->pages_to_scan || sl != c->sleep_ms)) {
                 double rel = c->rate_pages_per_sec > 0 ? fabs(rate - c->rate_pages_per_sec) / c->rate_pages_per_sec : 1;
                 uint64_t min_gap = bursting ? cfg->burst_interval_usec : SLOW_CHANGE_INTERVAL_USEC;
                 if (rel > RATE_DEADBAND && (rate > c->rate_pages_per_sec || now - c->last_change_usec >= min_gap))
@@ -369,6 +377,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 c->sleep_ms = sl;
                 c->last_change_usec = now;
                 c->have_knobs = true;
+                c->knob_step = m->scans_without_gain;
         }
         c->run = !(c->mode == TUNE_MODE_IDLE && cfg->idle_mode == IDLE_MODE_STOP);
 

@@ -204,6 +204,14 @@ static void test_burst_ignores_cost_noise(void **state) {
                 assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
         }
         assert_true(x.knob_changes - before <= 3);
+
+        /* a decay step holds its knobs whatever the cost estimate does */
+        sim_step(&x, 250 * MS, 150000, 1, 0, 0, 150000ull * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_DECAY);
+        before = x.knob_changes;
+        for (int i = 0; i < 8; i++)
+                sim_step(&x, 250 * MS, 150000, 0, 0, 0, 150000ull * (i % 2 ? 800 : 3000));
+        assert_int_equal(x.knob_changes, before);
 }
 
 static void test_bounds_and_budget(void **state) {
