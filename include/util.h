@@ -46,6 +46,8 @@ bool startswith(const char *s, const char *prefix);
 void strscpy(char *dst, size_t n, const char *src);
 
 uint64_t now_usec(clockid_t clock);
+/* The page size, PAGE_SIZE_DEFAULT should sysconf fail. */
+uint64_t page_size(void);
 
 /* Length of the valid UTF-8 sequence at s (1-4), 0 when s does not start one
  * (overlong forms and surrogates included). */

@@ -471,9 +471,8 @@ static int status_from_kernel(Status *s) {
                                 return -ENOMEM;
                 }
         }
-        long page = sysconf(_SC_PAGESIZE);
         if (ksm_state_has(&k, KSM_PAGES_SHARING))
-                s->saved_bytes = k.value[KSM_PAGES_SHARING] * (uint64_t) (page > 0 ? page : 4096);
+                s->saved_bytes = k.value[KSM_PAGES_SHARING] * page_size();
         if (ksm_state_has(&k, KSM_GENERAL_PROFIT)) {
                 s->general_profit_bytes = ksm_state_general_profit(&k);
                 s->have_general_profit = true;
@@ -740,11 +739,6 @@ static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
 
 
 /* ---- list, explain ---- */
-
-static uint64_t page_size(void) {
-        long p = sysconf(_SC_PAGESIZE);
-        return p > 0 ? (uint64_t) p : 4096;
-}
 
 static const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
         if (v >= 0)

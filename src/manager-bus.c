@@ -37,11 +37,6 @@ struct ManagerBus {
         size_t n_last_values;
 };
 
-static uint64_t page_size(void) {
-        long p = sysconf(_SC_PAGESIZE);
-        return p > 0 ? (uint64_t) p : PAGE_SIZE_DEFAULT;
-}
-
 /* D-Bus refuses a string that is not valid UTF-8 and sd-bus fails the
  * whole message, so one process named "\xff" would break ListProcesses for
  * everyone. Every string that comes from a process, a file name or a

@@ -150,9 +150,8 @@ static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
 static void notify_status(Manager *m) {
         const Snapshot *s = &m->snapshot;
         char saved[32];
-        uint64_t page = (uint64_t) sysconf(_SC_PAGESIZE);
 
-        format_bytes(saved, sizeof saved, snapshot_saved_bytes(s, page));
+        format_bytes(saved, sizeof saved, snapshot_saved_bytes(s, page_size()));
         DiscoveryStatus ds = { .mode = DISCOVERY_POLLING };
         if (m->discovery)
                 discovery_get_status(m->discovery, &ds);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "util.h"
 
@@ -362,6 +363,11 @@ uint64_t now_usec(clockid_t clock) {
         struct timespec ts;
         (void) clock_gettime(clock, &ts);
         return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+uint64_t page_size(void) {
+        long p = sysconf(_SC_PAGESIZE);
+        return p > 0 ? (uint64_t) p : PAGE_SIZE_DEFAULT;
 }
 
 char *cescape(const char *s) {
