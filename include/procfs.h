@@ -52,6 +52,7 @@ typedef struct ProcStatus {
         uint64_t vm_swap_kib;
         bool has_mm;            /* kernel threads have no Vm* lines */
         int nspid_depth;        /* number of NSpid entries, 0 when absent */
+        bool shadow_stack;      /* x86_Thread_features: shstk (user shadow stack on) */
 } ProcStatus;
 
 int procfs_parse_status(const char *text, ProcStatus *ret);

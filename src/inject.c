@@ -555,15 +555,11 @@ static int refuse(InjectStats *s, int r, const char *fmt, ...) {
 }
 
 static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
-        _cleanup_free_ char *text = NULL;
         ProcStatus ps;
         ProcStat st;
         int r;
 
-        r = read_full_file_at(j->pid_dirfd, "status", 256 * 1024, &text, NULL);
-        if (r < 0)
-                return r == -ENOENT ? -ESRCH : r;
-        r = procfs_parse_status(text, &ps);
+        r = procfs_read_status(j->pid_dirfd, &ps);
         if (r < 0)
                 return r;
         if (!ps.has_mm)
@@ -574,15 +570,10 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
                 return refuse(s, -EACCES, "seccomp strict mode (any other syscall kills it)");
         /* A filter is read and run once the thread is stopped (check_filters). */
         j->seccomp = ps.seccomp;
-        /* User shadow stacks (x86_Thread_features: shstk) would make the
-         * fallback's `ret` and rt_sigreturn fault: no crash-safe injection. */
-        const char *feat = strstr(text, "\nx86_Thread_features:");
-        if (feat) {
-                const char *eol = strchr(feat + 1, '\n');
-                const char *sh = strstr(feat, "shstk");
-                if (sh && (!eol || sh < eol))
-                        return refuse(s, -EOPNOTSUPP, "user shadow stack enabled");
-        }
+        /* A user shadow stack would make the fallback's `ret` and
+         * rt_sigreturn fault: no crash-safe injection. */
+        if (ps.shadow_stack)
+                return refuse(s, -EOPNOTSUPP, "user shadow stack enabled");
         r = procfs_read_stat(j->pid_dirfd, &st);
         if (r < 0)
                 return r;

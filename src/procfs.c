@@ -156,7 +156,9 @@ int procfs_parse_status(const char *text, ProcStatus *ret) {
                         for (char *t = strtok(val, " \t"); t; t = strtok(NULL, " \t"))
                                 n++;
                         s.nspid_depth = n;
-                } else if (streq(line, "VmRSS")) {
+                } else if (streq(line, "x86_Thread_features"))
+                        s.shadow_stack = strstr(val, "shstk") != NULL;
+                else if (streq(line, "VmRSS")) {
                         if (parse_kib(val, &s.vm_rss_kib) < 0)
                                 return -EINVAL;
                         s.has_mm = true;

@@ -85,6 +85,15 @@ static void test_status(void **state) {
         assert_int_equal(s.seccomp, 2);
         assert_int_equal(s.nspid_depth, 1);
         assert_true(s.has_mm);
+        assert_false(s.shadow_stack);
+
+        /* the x86_Thread_features line alone says whether shstk is on */
+        assert_int_equal(procfs_parse_status("Tgid:\t5\nx86_Thread_features:\tshstk wrss\n"
+                                             "x86_Thread_features_locked:\t\n", &s), 0);
+        assert_true(s.shadow_stack);
+        assert_int_equal(procfs_parse_status("Tgid:\t5\nx86_Thread_features:\t\n"
+                                             "x86_Thread_features_locked:\tshstk\n", &s), 0);
+        assert_false(s.shadow_stack);
 
         /* a kernel thread: no Vm lines */
         assert_int_equal(procfs_parse_status("Name:\tksmd\nTgid:\t37\nPPid:\t2\nThreads:\t1\n", &s), 0);
