@@ -72,11 +72,13 @@ static int read_cgroup(int pid_dirfd, char **ret) {
         return cgroup_parse_proc_path(text, ret);
 }
 
-int process_read_facts(const Root *root, int pid, Process *p) {
+/* The pid's directory and stat; -ESRCH once it is gone. A zombie is gone
+ * for our purposes, and must not enter the model: its reaping sends no
+ * event, so it would stay until a resync. A zombie leader whose other
+ * threads still run is a live process. */
+static int open_live_pid(const Root *root, int pid, int *ret_dirfd, ProcStat *ret_stat) {
         _cleanup_close_ int dfd = -EBADF;
-        _cleanup_free_ char *exe = NULL, *cg = NULL, *unit = NULL, *vm = NULL;
         ProcStat st;
-        ProcStatus status = {};
         int r;
 
         r = root_open_pid_dir(root, pid, &dfd);
@@ -85,11 +87,63 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         r = procfs_read_stat(dfd, &st);
         if (r < 0)
                 return r == -ENOENT ? -ESRCH : r;
-        /* A zombie is gone for our purposes, and must not enter the model:
-         * its reaping sends no event, so it would stay until a resync. A
-         * zombie leader whose other threads still run is a live process. */
         if (st.state == 'X' || (st.state == 'Z' && st.num_threads <= 1))
                 return -ESRCH;
+        *ret_dirfd = TAKE_FD(dfd);
+        *ret_stat = st;
+        return 0;
+}
+
+/* The cgroup and the unit and VM it names; all NULL when cgroup cannot be
+ * read for a reason other than the process being gone. */
+static int read_placement(int pid_dirfd, char **ret_cgroup, char **ret_unit, char **ret_vm) {
+        _cleanup_free_ char *cg = NULL, *unit = NULL, *vm = NULL;
+        int r = read_cgroup(pid_dirfd, &cg);
+        if (r == -ENOMEM || r == -ESRCH)
+                return r;
+        if (cg && (cgroup_path_get_unit(cg, &unit) < 0 || cgroup_path_get_machine(cg, &vm) < 0))
+                return -ENOMEM;
+        *ret_cgroup = TAKE_PTR(cg);
+        *ret_unit = TAKE_PTR(unit);
+        *ret_vm = TAKE_PTR(vm);
+        return 0;
+}
+
+/* A new incarnation of the pid (or a fresh entry) starts from scratch. */
+static void process_reset(Process *p, int pid) {
+        uint64_t discovered = p->pid == pid ? p->discovered_usec : 0, gen = p->generation;
+        process_done(p);
+        p->pid = pid;
+        p->discovered_usec = discovered;
+        p->generation = gen;
+}
+
+static void set_stat_facts(Process *p, const ProcStat *st) {
+        long hz = sysconf(_SC_CLK_TCK);
+        p->start_time_ticks = st->start_time_ticks;
+        p->start_time_usec = st->start_time_ticks * USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
+        p->ppid = st->ppid;
+        strscpy(p->comm, sizeof p->comm, st->comm);
+        p->kthread = proc_stat_is_kthread(st);
+        p->zombie_leader = st->state == 'Z';
+}
+
+static void set_facts_read(Process *p) {
+        p->facts_usec = now_usec(CLOCK_MONOTONIC);
+        if (!p->discovered_usec)
+                p->discovered_usec = p->facts_usec;
+}
+
+int process_read_facts(const Root *root, int pid, Process *p) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *exe = NULL, *cg = NULL, *unit = NULL, *vm = NULL;
+        ProcStat st;
+        ProcStatus status = {};
+        int r;
+
+        r = open_live_pid(root, pid, &dfd, &st);
+        if (r < 0)
+                return r;
         bool kthread = proc_stat_is_kthread(&st);
         if (!kthread) {
                 /* Without status there is no uid: better unknown than root. */
@@ -103,36 +157,20 @@ int process_read_facts(const Root *root, int pid, Process *p) {
                 status.ppid = st.ppid;
                 status.threads = (unsigned) MAX(st.num_threads, 0);
         }
-        r = read_cgroup(dfd, &cg);
-        if (r == -ENOMEM || r == -ESRCH)
+        r = read_placement(dfd, &cg, &unit, &vm);
+        if (r < 0)
                 return r;
-        if (cg) {
-                if (cgroup_path_get_unit(cg, &unit) < 0 || cgroup_path_get_machine(cg, &vm) < 0)
-                        return -ENOMEM;
-        }
 
-        /* A new incarnation of the pid (or a fresh entry) starts from scratch. */
         bool same = p->pid == pid && p->start_time_ticks == st.start_time_ticks && p->facts_usec > 0;
-        if (!same) {
-                uint64_t discovered = p->pid == pid ? p->discovered_usec : 0, gen = p->generation;
-                process_done(p);
-                p->pid = pid;
-                p->discovered_usec = discovered;
-                p->generation = gen;
-        }
+        if (!same)
+                process_reset(p, pid);
         /* Polling sees no exec event: a new executable or name on the same
          * incarnation means one happened. */
         if (same && ((p->exe && exe && !streq(p->exe, exe)) || !streq(p->comm, st.comm)))
                 process_forget_exec_state(p);
-        long hz = sysconf(_SC_CLK_TCK);
-        p->start_time_ticks = st.start_time_ticks;
-        p->start_time_usec = st.start_time_ticks * USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
-        p->ppid = st.ppid;
+        set_stat_facts(p, &st);
         p->uid = status.uid_real;
         p->euid = status.uid_effective;
-        strscpy(p->comm, sizeof p->comm, st.comm);
-        p->kthread = kthread;
-        p->zombie_leader = st.state == 'Z';
         p->rss_anon_kib = status.rss_anon_kib;
         p->threads = status.threads ? status.threads : (unsigned) MAX(st.num_threads, 0);
         p->tracer_pid = status.tracer_pid;
@@ -145,9 +183,7 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         if (!kthread && procfs_read_ksm_merging_pages(dfd, &merging) >= 0)
                 p->ksm_merging_pages = merging;
 
-        p->facts_usec = now_usec(CLOCK_MONOTONIC);
-        if (!p->discovered_usec)
-                p->discovered_usec = p->facts_usec;
+        set_facts_read(p);
         return 0;
 }
 
@@ -167,32 +203,15 @@ int process_read_forked(const Root *root, int pid, const Process *parent, Proces
         bool oom = false;
         int r;
 
-        r = root_open_pid_dir(root, pid, &dfd);
+        r = open_live_pid(root, pid, &dfd, &st);
         if (r < 0)
                 return r;
-        r = procfs_read_stat(dfd, &st);
+        r = read_placement(dfd, &cg, &unit, &vm);
         if (r < 0)
-                return r == -ENOENT ? -ESRCH : r;
-        if (st.state == 'X' || (st.state == 'Z' && st.num_threads <= 1))
-                return -ESRCH;
-        r = read_cgroup(dfd, &cg);
-        if (r == -ENOMEM || r == -ESRCH)
                 return r;
-        if (cg && (cgroup_path_get_unit(cg, &unit) < 0 || cgroup_path_get_machine(cg, &vm) < 0))
-                return -ENOMEM;
 
-        uint64_t discovered = p->pid == pid ? p->discovered_usec : 0, gen = p->generation;
-        process_done(p);
-        p->pid = pid;
-        p->discovered_usec = discovered;
-        p->generation = gen;
-        long hz = sysconf(_SC_CLK_TCK);
-        p->start_time_ticks = st.start_time_ticks;
-        p->start_time_usec = st.start_time_ticks * USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
-        p->ppid = st.ppid;
-        strscpy(p->comm, sizeof p->comm, st.comm);
-        p->kthread = proc_stat_is_kthread(&st);
-        p->zombie_leader = st.state == 'Z';
+        process_reset(p, pid);
+        set_stat_facts(p, &st);
         p->threads = (unsigned) MAX(st.num_threads, 1);
         p->uid = parent->uid;
         p->euid = parent->euid;
@@ -205,9 +224,7 @@ int process_read_forked(const Root *root, int pid, const Process *parent, Proces
         p->vm_name = TAKE_PTR(vm);
         if (oom)
                 return -ENOMEM;
-        p->facts_usec = now_usec(CLOCK_MONOTONIC);
-        if (!p->discovered_usec)
-                p->discovered_usec = p->facts_usec;
+        set_facts_read(p);
         return 0;
 }
 
