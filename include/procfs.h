@@ -58,6 +58,10 @@ typedef struct ProcStatus {
 int procfs_parse_status(const char *text, ProcStatus *ret);
 int procfs_read_status(int pid_dirfd, ProcStatus *ret);
 
+/* The kernel's d_path() appends " (deleted)" to an unlinked file or a
+ * removed cgroup (exe links, cgroup lines): cuts it off path in place. */
+void procfs_strip_deleted(char *path);
+
 /* The cgroup v2 path ("0::/a/b") from /proc/<pid>/cgroup, without the
  * leading '/': "" for the root cgroup. -ENODATA when there is no v2 line. */
 int procfs_parse_cgroup(const char *text, char **ret);

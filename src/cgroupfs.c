@@ -8,14 +8,6 @@
 #include "procfs.h"
 #include "util.h"
 
-#define DELETED_SUFFIX " (deleted)"
-
-static void strip_deleted(char *p) {
-        size_t l = strlen(p), s = strlen(DELETED_SUFFIX);
-        if (l >= s && streq(p + l - s, DELETED_SUFFIX))
-                p[l - s] = 0;
-}
-
 /* The path of the "N:name=systemd:/..." line, without the leading '/'. */
 static int parse_named_systemd(const char *text, char **ret) {
         for (const char *line = text; line && *line;) {
@@ -42,7 +34,7 @@ int cgroup_parse_proc_path(const char *text, char **ret) {
         if (r < 0 && r != -ENODATA)
                 return r;
         if (r >= 0 && *v2) {
-                strip_deleted(v2);
+                procfs_strip_deleted(v2);
                 *ret = TAKE_PTR(v2);
                 return 0;
         }
@@ -52,7 +44,7 @@ int cgroup_parse_proc_path(const char *text, char **ret) {
         if (k == -ENOMEM)
                 return k;
         if (k >= 0 && *named) {
-                strip_deleted(named);
+                procfs_strip_deleted(named);
                 *ret = named;
                 return 0;
         }

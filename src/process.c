@@ -52,9 +52,7 @@ static int read_exe(int pid_dirfd, char **ret) {
         /* A daemon still running a binary that a package upgrade replaced
          * reads "/usr/sbin/foo (deleted)"; Exe=/usr/sbin/foo must still
          * match it. */
-        static const char deleted[] = " (deleted)";
-        if ((size_t) n > strlen(deleted) && streq(buf + n - strlen(deleted), deleted))
-                buf[n - strlen(deleted)] = 0;
+        procfs_strip_deleted(buf);
         char *s = strdup(buf);
         if (!s)
                 return -ENOMEM;

@@ -190,6 +190,13 @@ int procfs_read_status(int pid_dirfd, ProcStatus *ret) {
         return procfs_parse_status(buf, ret);
 }
 
+void procfs_strip_deleted(char *path) {
+        static const char suffix[] = " (deleted)";
+        size_t l = strlen(path), s = strlen(suffix);
+        if (l >= s && streq(path + l - s, suffix))
+                path[l - s] = 0;
+}
+
 int procfs_parse_cgroup(const char *text, char **ret) {
         for (const char *line = text; line && *line;) {
                 const char *eol = strchr(line, '\n');
