@@ -232,9 +232,13 @@ int mm_reader_new(const Root *root, sd_event *e, unsigned max_threads, uint64_t 
         s->refs = 1;
         s->max_threads = MAX(max_threads, 1u);
         s->deadline_usec = deadline_usec;
+        s->efd = -EBADF;
+        /* Each checked at once: the second call may clobber the first's errno. */
         s->proc_fd = fcntl(root->proc_fd, F_DUPFD_CLOEXEC, 3);
+        if (s->proc_fd < 0)
+                return negative_errno();
         s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-        if (s->proc_fd < 0 || s->efd < 0)
+        if (s->efd < 0)
                 return negative_errno();
         if (e) {
                 k = sd_event_add_io(e, &r->efd_source, s->efd, EPOLLIN, on_efd, r);
