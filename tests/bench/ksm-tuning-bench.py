@@ -33,6 +33,7 @@ between cannot skew it.
 Only the Python standard library: CI runs Debian's python3."""
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -518,6 +519,16 @@ class ClassicKsmtuned(Peer):
         self.thread.join()
 
 
+def die_with_parent():
+    """In the daemon's child before exec: SIGTERM when the harness dies, even
+    by SIGKILL, so the daemon restores its knobs instead of leaving ksmd at
+    whatever rate it chose. Safe in preexec_fn: no other thread of the
+    harness runs while a peer starts (the sampler starts after)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_PDEATHSIG = 1
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
 class Ksmtuned2(Peer):
     """The daemon with a bench configuration: its own RuntimeDirectory and an
     empty PolicyDirectories in a temp dir, so it enables merging for nobody
@@ -552,8 +563,8 @@ class Ksmtuned2(Peer):
         notify.bind(notify_path)
         env = dict(os.environ, NOTIFY_SOCKET=notify_path)
         logf = open(self.logpath, "w")
-        self.proc = subprocess.Popen([self.binary, "--config", conf] + self.extra_args, stdin=subprocess.DEVNULL, stdout=logf,
-                                     stderr=subprocess.STDOUT, env=env)
+        self.proc = subprocess.Popen([self.binary, "--config", conf] + self.extra_args, stdin=subprocess.DEVNULL,
+                                     stdout=logf, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
         ctx["guard"].track(self.proc)
         logf.close()
         deadline = time.monotonic() + 15
