@@ -884,8 +884,8 @@ def spread(values, spec=None):
     if len(v) < 2:
         return ""
     m = statistics.median(v)
-    if m == 0:
-        return "±0%" if max(v) == min(v) else "±inf"
+    if m == 0:  # relative to nothing: say the range itself
+        return "±0%" if max(v) == min(v) else f"±{(max(v) - min(v)) / 2:.2g}"
     return f"±{50 * (max(v) - min(v)) / abs(m):.0f}%"
 
 
@@ -976,7 +976,9 @@ def fmt_s(v):
 
 
 def ratio(a, b):
-    if a is None or b is None or b == 0 or a == float("inf") or b == float("inf"):
+    # Below 1e-3 (a millisecond of CPU, a thousandth of a percent) the peer
+    # did nothing and a ratio against it says nothing.
+    if a is None or b is None or abs(b) < 1e-3 or a == INF or b == INF:
         return None
     return a / b
 
