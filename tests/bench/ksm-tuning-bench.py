@@ -778,6 +778,15 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             time.sleep(args.tail)
         t_end = time.monotonic()
         churn = contender.churn_stats() if contender else None
+        if daemon_pid:
+            # Now, while it runs: the contender's second reference stops it.
+            dcpu1 = process_cpu_ns(daemon_pid)
+            status = {l.split(":")[0]: l.split(":")[1].strip() for l in open(f"/proc/{daemon_pid}/status")}
+            result.update({
+                "daemon_cpu_pct": 100.0 * (dcpu1 - dcpu0) / 1e9 / (t_end - t_start),
+                "daemon_rss_mib": int(status["VmRSS"].split()[0]) / 1024,
+                "daemon_hwm_mib": int(status["VmHWM"].split()[0]) / 1024,
+            })
         if churn:
             # How long the churn threads sat runnable without a CPU: the part
             # of their latency that other load on the host, not KSM's lock,
@@ -843,14 +852,6 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
                 churn["thr_vs_off"] = churn["ops_per_s"] / ref["ops_per_s"]
                 churn["p99_vs_off"] = churn["p99_us"] / ref["p99_us"]
             result["contender"] = churn
-        if daemon_pid:
-            dcpu1 = process_cpu_ns(daemon_pid)
-            status = {l.split(":")[0]: l.split(":")[1].strip() for l in open(f"/proc/{daemon_pid}/status")}
-            result.update({
-                "daemon_cpu_pct": 100.0 * (dcpu1 - dcpu0) / 1e9 / window,
-                "daemon_rss_mib": int(status["VmRSS"].split()[0]) / 1024,
-                "daemon_hwm_mib": int(status["VmHWM"].split()[0]) / 1024,
-            })
         if isinstance(peer, ClassicKsmtuned):
             result["decisions"] = peer.decisions
     finally:
@@ -1227,8 +1228,10 @@ def main():
                     guard.acquire()
                     try:
                         r = run_once(args, guard, s, p, rep, ksmd)
-                    except RuntimeError as e:
-                        log(f"{s} {p.name} run {rep}: FAILED: {e}")
+                    except (RuntimeError, OSError, ValueError, KeyError) as e:
+                        # One run's failure (a daemon that died, a pid gone
+                        # early) must not lose the rest of the benchmark.
+                        log(f"{s} {p.name} run {rep}: FAILED: {type(e).__name__}: {e}")
                         status = 1
                         continue
                     finally:
