@@ -42,6 +42,8 @@ bool strv_contains(char *const *l, const char *s);
 
 char *strstrip(char *s);
 bool startswith(const char *s, const char *prefix);
+/* Where suffix starts in s, NULL when s does not end with it. */
+char *endswith(const char *s, const char *suffix);
 /* Copies src into a fixed buffer, always terminating. */
 void strscpy(char *dst, size_t n, const char *src);
 

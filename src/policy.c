@@ -303,11 +303,6 @@ static int found_cmp(const void *a, const void *b) {
         return strcmp(((const Found *) a)->name, ((const Found *) b)->name);
 }
 
-static bool has_suffix(const char *s, const char *suffix) {
-        size_t l = strlen(s), n = strlen(suffix);
-        return l > n && streq(s + l - n, suffix);
-}
-
 static void found_free(Found *f, size_t n) {
         for (size_t i = 0; i < n; i++) {
                 free(f[i].name);
@@ -331,7 +326,7 @@ static int collect(char *const *dirs, Found **ret, size_t *ret_n, size_t *ret_ma
                 }
                 for (struct dirent *de; (de = readdir(dir));) {
                         bool dup = false;
-                        if (de->d_name[0] == '.' || !has_suffix(de->d_name, ".policy"))
+                        if (de->d_name[0] == '.' || !endswith(de->d_name, ".policy"))
                                 continue;
                         for (size_t i = 0; i < n && !dup; i++)
                                 dup = streq(f[i].name, de->d_name);

@@ -191,10 +191,9 @@ int procfs_read_status(int pid_dirfd, ProcStatus *ret) {
 }
 
 void procfs_strip_deleted(char *path) {
-        static const char suffix[] = " (deleted)";
-        size_t l = strlen(path), s = strlen(suffix);
-        if (l >= s && streq(path + l - s, suffix))
-                path[l - s] = 0;
+        char *e = endswith(path, " (deleted)");
+        if (e)
+                *e = 0;
 }
 
 int procfs_parse_cgroup(const char *text, char **ret) {

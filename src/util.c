@@ -351,6 +351,11 @@ bool startswith(const char *s, const char *prefix) {
         return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
+char *endswith(const char *s, const char *suffix) {
+        size_t l = strlen(s), n = strlen(suffix);
+        return l >= n && streq(s + l - n, suffix) ? (char *) s + l - n : NULL;
+}
+
 void strscpy(char *dst, size_t n, const char *src) {
         if (n == 0)
                 return;

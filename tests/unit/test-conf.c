@@ -147,6 +147,11 @@ static void test_util(void **state) {
         char *e = cescape("a\nb\\");
         assert_string_equal(e, "a\\x0ab\\x5c");
         free(e);
+        const char *name = "web.policy";
+        assert_ptr_equal(endswith(name, ".policy"), name + 3);
+        assert_ptr_equal(endswith(name, ""), name + strlen(name));
+        assert_null(endswith(name, "x.web.policy"));
+        assert_null(endswith(name, ".polic"));
 }
 
 static void test_json(void **state) {
