@@ -75,21 +75,6 @@ static const char *verb(MergeAction a) {
         return a == MERGE_ACTION_ENABLE ? "enable" : "disable";
 }
 
-/* What ksm_stat says. -1 fields when the kernel has no such line. */
-typedef struct KsmFlags {
-        int merge_any;
-        int mergeable;
-} KsmFlags;
-
-static int read_flags(int pid_dirfd, KsmFlags *ret) {
-        ProcKsmStat ks;
-        int r = procfs_read_ksm_stat(pid_dirfd, &ks);
-        if (r < 0)
-                return r == -ENOENT ? -ESRCH : r;
-        *ret = (KsmFlags) { .merge_any = ks.merge_any, .mergeable = ks.mergeable };
-        return 0;
-}
-
 /* Why a method cannot be used on this kernel, or NULL when it can. */
 static const char *method_unavailable(const MergeContext *c, MergeMethod m, int *ret_errno) {
         *ret_errno = EOPNOTSUPP;
@@ -127,7 +112,7 @@ static const char *method_unavailable(const MergeContext *c, MergeMethod m, int 
  * whole-mm switches clear ksm_merge_any (and with it every VM_MERGEABLE),
  * but do nothing for ranges a process marked itself; remote madvise marks
  * and unmarks ranges but cannot clear ksm_merge_any. */
-static bool method_fits(MergeMethod m, MergeAction a, const KsmFlags *f) {
+static bool method_fits(MergeMethod m, MergeAction a, const ProcKsmStat *f) {
         if (a == MERGE_ACTION_ENABLE)
                 return true;
         switch (m) {
@@ -176,7 +161,7 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
         return r;
 }
 
-static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const KsmFlags *f,
+static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const ProcKsmStat *f,
                      InjectStats *stats, bool *ret_call_failed) {
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
@@ -235,7 +220,7 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
         return 0;
 }
 
-static bool state_reached(MergeMethod m, MergeAction a, const KsmFlags *f) {
+static bool state_reached(MergeMethod m, MergeAction a, const ProcKsmStat *f) {
         if (a == MERGE_ACTION_DISABLE)
                 return f->merge_any != 1 && f->mergeable != 1;
         if (m == MERGE_METHOD_MADVISE)
@@ -263,7 +248,7 @@ static bool inject_refusal(int r) {
 }
 
 static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, int pid_dirfd,
-                      const ProcessAction *a, const KsmFlags *f, MergeOutcome *o) {
+                      const ProcessAction *a, const ProcKsmStat *f, MergeOutcome *o) {
         InjectStats stats = {};
         bool call_failed = false;
         int r;
@@ -305,8 +290,8 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 return 0;
         }
 
-        KsmFlags after;
-        r = read_flags(pid_dirfd, &after);
+        ProcKsmStat after;
+        r = procfs_read_ksm_stat(pid_dirfd, &after);
         if (r == -ESRCH) {
                 o->kind = MERGE_OUTCOME_GONE;
                 o->error = ESRCH;
@@ -332,7 +317,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
 
 static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidfd, int pid_dirfd, MergeOutcome *o) {
         ProcStat st;
-        KsmFlags f;
+        ProcKsmStat f;
         int r;
 
         r = procfs_read_stat(pid_dirfd, &st);
@@ -354,7 +339,7 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 return 0;
         }
 
-        r = read_flags(pid_dirfd, &f);
+        r = procfs_read_ksm_stat(pid_dirfd, &f);
         if (r == -EINVAL) {
                 /* A process past exit_mm() shows an empty ksm_stat, which
                  * does not parse; it is exiting (PF_EXITING) or a zombie:

@@ -84,7 +84,7 @@ static int open_live_pid(const Root *root, int pid, int *ret_dirfd, ProcStat *re
                 return r;
         r = procfs_read_stat(dfd, &st);
         if (r < 0)
-                return r == -ENOENT ? -ESRCH : r;
+                return r;
         if (st.state == 'X' || (st.state == 'Z' && st.num_threads <= 1))
                 return -ESRCH;
         *ret_dirfd = TAKE_FD(dfd);
