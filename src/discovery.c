@@ -307,7 +307,6 @@ static void set_polling(Discovery *d, const char *fmt, ...) _printf_(2, 3);
 
 static void on_events_error(int error, void *userdata) {
         Discovery *d = userdata;
-        errno = -error;
         /* The socket is freed at the next tick, not from inside its callback. */
         set_polling(d, "reading proc events failed (%s)", strerrorname_np(-error) ?: "?");
 }
