@@ -31,6 +31,11 @@ int write_string_at(int dirfd, const char *path, const char *value);
 /* Atomic replace: write to a temporary file in the same directory, rename. */
 int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);
 
+/* Makes room for need elements of size bytes in the array *p, which has
+ * room for *n_alloc: doubles it (from min_alloc) when full. -ENOMEM on
+ * failure or when the size would overflow; *p stays as it was then. */
+int greedy_realloc(void **p, size_t *n_alloc, size_t need, size_t size, size_t min_alloc);
+
 /* NULL-terminated string vectors. */
 char **strv_free(char **l);
 DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);

@@ -245,14 +245,8 @@ static int refresh_forked(Discovery *d, int pid, int parent_pid) {
 }
 
 static int pending_add_full(Discovery *d, int pid, int parent_pid, uint64_t exec_ns, bool exited) {
-        if (d->n_pending == d->n_pending_alloc) {
-                size_t n = MAX(d->n_pending_alloc * 2, (size_t) 256);
-                Pending *np = realloc(d->pending, sizeof *np * n);
-                if (!np)
-                        return -ENOMEM;
-                d->pending = np;
-                d->n_pending_alloc = n;
-        }
+        if (greedy_realloc((void **) &d->pending, &d->n_pending_alloc, d->n_pending + 1, sizeof *d->pending, 256) < 0)
+                return -ENOMEM;
         d->pending[d->n_pending++] = (Pending) { pid, parent_pid, exited, exec_ns, d->pending_seq++ };
         return 0;
 }
@@ -387,14 +381,9 @@ static void sweep(Discovery *d, uint64_t started_usec) {
 
 static int collect_pid(int pid, void *userdata) {
         Discovery *d = userdata;
-        if (d->n_resync == d->n_resync_alloc) {
-                size_t n = MAX(d->n_resync_alloc * 2, (size_t) 1024);
-                int *np = realloc(d->resync_pids, sizeof *np * n);
-                if (!np)
-                        return -ENOMEM;
-                d->resync_pids = np;
-                d->n_resync_alloc = n;
-        }
+        if (greedy_realloc((void **) &d->resync_pids, &d->n_resync_alloc, d->n_resync + 1, sizeof *d->resync_pids,
+                           1024) < 0)
+                return -ENOMEM;
         d->resync_pids[d->n_resync++] = pid;
         return 0;
 }

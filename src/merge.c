@@ -505,14 +505,8 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
                 ledger_forget(l, o->pid);
                 if (!(o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE))
                         continue;
-                if (l->n == l->alloc) {
-                        size_t na = l->alloc ? l->alloc * 2 : 16;
-                        MergeLedgerEntry *e = realloc(l->entries, na * sizeof *e);
-                        if (!e)
-                                return -ENOMEM;
-                        l->entries = e;
-                        l->alloc = na;
-                }
+                if (greedy_realloc((void **) &l->entries, &l->alloc, l->n + 1, sizeof *l->entries, 16) < 0)
+                        return -ENOMEM;
                 l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used };
         }
         return 0;

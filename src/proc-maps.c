@@ -17,14 +17,8 @@ void map_list_done(MapList *l) {
 }
 
 static int map_list_push(MapList *l, const MapRange *r, size_t *alloc) {
-        if (l->n == *alloc) {
-                size_t na = *alloc ? *alloc * 2 : 64;
-                MapRange *n = realloc(l->ranges, na * sizeof *n);
-                if (!n)
-                        return -ENOMEM;
-                l->ranges = n;
-                *alloc = na;
-        }
+        if (greedy_realloc((void **) &l->ranges, alloc, l->n + 1, sizeof *l->ranges, 64) < 0)
+                return -ENOMEM;
         l->ranges[l->n++] = *r;
         return 0;
 }

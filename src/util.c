@@ -281,6 +281,25 @@ int write_file_atomic(const char *path, const char *data, size_t size, unsigned 
         return 0;
 }
 
+int greedy_realloc(void **p, size_t *n_alloc, size_t need, size_t size, size_t min_alloc) {
+        if (need <= *n_alloc)
+                return 0;
+        size_t n = MAX(MAX(*n_alloc, min_alloc), (size_t) 1);
+        while (n < need) {
+                if (n > SIZE_MAX / 2)
+                        return -ENOMEM;
+                n *= 2;
+        }
+        if (n > SIZE_MAX / size)
+                return -ENOMEM;
+        void *q = realloc(*p, n * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *n_alloc = n;
+        return 0;
+}
+
 char **strv_free(char **l) {
         if (l)
                 for (char **p = l; *p; p++)

@@ -152,6 +152,23 @@ static void test_util(void **state) {
         assert_ptr_equal(endswith(name, ""), name + strlen(name));
         assert_null(endswith(name, "x.web.policy"));
         assert_null(endswith(name, ".polic"));
+
+        int *a = NULL;
+        size_t n_alloc = 0;
+        assert_int_equal(greedy_realloc((void **) &a, &n_alloc, 1, sizeof *a, 4), 0);
+        assert_int_equal(n_alloc, 4);
+        a[3] = 7;
+        assert_int_equal(greedy_realloc((void **) &a, &n_alloc, 4, sizeof *a, 4), 0);
+        assert_int_equal(n_alloc, 4);
+        assert_int_equal(greedy_realloc((void **) &a, &n_alloc, 9, sizeof *a, 4), 0);
+        assert_int_equal(n_alloc, 16);
+        assert_int_equal(a[3], 7);
+        /* A size that would overflow leaves the array as it was. */
+        int *before = a;
+        assert_int_equal(greedy_realloc((void **) &a, &n_alloc, SIZE_MAX / 2, sizeof *a, 4), -ENOMEM);
+        assert_ptr_equal(a, before);
+        assert_int_equal(n_alloc, 16);
+        free(a);
 }
 
 static void test_json(void **state) {
