@@ -15,16 +15,14 @@
 /* What the running daemon still needs beyond observing (which always keeps
  * CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, see src/sandbox.c). */
 typedef struct SandboxNeeds {
-        bool inject;            /* ptrace injection: /proc/PID/mem of other users, CAP_DAC_OVERRIDE */
         bool remote_madvise;    /* process_madvise() on other mms: CAP_SYS_NICE */
         bool taskstats;         /* taskstats queries after start-up: CAP_NET_ADMIN */
         long process_ksm_nrs[3]; /* out-of-tree process_ksm_* system calls to allow, -1 for none */
 } SandboxNeeds;
 
-/* From what the kernel offers: injection where PR_SET_MEMORY_MERGE exists
- * (policies may ask for it after any reload, and a dropped capability cannot
- * come back), remote MADV_MERGEABLE only where the probe found it works, the
- * process_ksm numbers the kernel publishes. */
+/* From what the kernel offers: remote MADV_MERGEABLE only where the probe
+ * found it works, the process_ksm numbers the kernel publishes. Injection
+ * needs nothing beyond CAP_SYS_PTRACE (it writes with process_vm_writev). */
 void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret);
 
 /* Capability mask (bit n = capability n) that needs keeps. */

@@ -37,9 +37,10 @@
  * - ksm_stat and ksm_merging_pages are mode 0400, owned by the task's euid:
  *   reading them for other users (QEMU runs as libvirt-qemu) needs
  *   CAP_DAC_READ_SEARCH.
- * - Injection writes the target's /proc/PID/mem, mode 0600 owned by the
- *   target's euid: opening it O_RDWR for another user needs CAP_DAC_OVERRIDE
- *   (CAP_DAC_READ_SEARCH only lets us read it).
+ * - Injection reads the target's /proc/PID/mem (mode 0600, the target's
+ *   euid: CAP_DAC_READ_SEARCH) and writes with process_vm_writev(), which
+ *   only checks ptrace access: opening another user's mem O_RDWR would need
+ *   CAP_DAC_OVERRIDE, which is not kept.
  * - The KSM knobs are root's, 0644: writing them as uid 0 needs no
  *   CAP_DAC_OVERRIDE. tracefs instances are root's too.
  * - The proc connector checks CAP_NET_ADMIN when we ask to listen, which
@@ -52,7 +53,6 @@ static const uint64_t always_kept = CAP_BIT(CAP_SYS_PTRACE) | CAP_BIT(CAP_DAC_RE
 
 void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret) {
         *ret = (SandboxNeeds) {
-                .inject = p->prctl_memory_merge,
                 .remote_madvise = p->process_madvise_remote_mergeable || p->process_ksm_syscall,
                 .taskstats = false,     /* no module queries taskstats after start-up yet */
                 .process_ksm_nrs = { -1, -1, -1 },
@@ -66,8 +66,6 @@ void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret) {
 
 uint64_t sandbox_keep_mask(const SandboxNeeds *needs) {
         uint64_t m = always_kept;
-        if (needs->inject)
-                m |= CAP_BIT(CAP_DAC_OVERRIDE);
         if (needs->remote_madvise)
                 m |= CAP_BIT(CAP_SYS_NICE);
         if (needs->taskstats)

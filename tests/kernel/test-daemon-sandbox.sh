@@ -1,10 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # The daemon on real KSM, after start-up: every thread holds exactly the
-# capabilities it keeps (cap_sys_ptrace, cap_dac_read_search, and
-# cap_dac_override for injection since this kernel has PR_SET_MEMORY_MERGE;
-# not cap_sys_nice: it refuses remote MADV_MERGEABLE), no_new_privs and a
-# seccomp filter;
+# capabilities it keeps (cap_sys_ptrace, cap_dac_read_search; not
+# cap_sys_nice where the kernel refuses remote MADV_MERGEABLE), no_new_privs
+# and a seccomp filter;
 # it still applies and restores knobs through the filter (fatal mode: a
 # missing system call would kill it). Sandbox=no keeps everything; under
 # valgrind the sandbox is skipped and the log says so.
@@ -53,12 +52,10 @@ field() { awk -v f="$1:" '$1 == f { print $2 }' "$2"; }
 # 1. Sandbox=yes (the default)
 write_conf yes
 start_daemon
-# CAP_SYS_PTRACE (19) | CAP_DAC_READ_SEARCH (2), CAP_DAC_OVERRIDE (1) where
-# injection is possible, CAP_SYS_NICE (23) where remote MADV_MERGEABLE or
-# process_ksm is.
+# CAP_SYS_PTRACE (19) | CAP_DAC_READ_SEARCH (2), CAP_SYS_NICE (23) where
+# remote MADV_MERGEABLE or process_ksm is.
 probe=$("$KSMTUNED2" --probe --json | tr ',' '\n')
 mask=$(( (1 << 19) | (1 << 2) ))
-printf '%s\n' "$probe" | grep -q '"prctl_memory_merge": *true' && mask=$((mask | (1 << 1)))
 printf '%s\n' "$probe" | grep -q -E '"(process_madvise_remote_mergeable|process_ksm_syscall)": *true' && mask=$((mask | (1 << 23)))
 kept=$(printf '%016x' $mask)
 sleep 0.5 # a few ticks through the filter
