@@ -42,7 +42,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
 #define _cleanup_strv_free_ _cleanup_(strv_freep)
 size_t strv_length(char *const *l);
 int strv_split_whitespace(const char *s, char ***ret);
-int strv_push(char ***l, char *value); /* takes value */
+int strv_push(char ***l, char *value); /* takes value, frees it on failure */
+/* Appends the strings of add and frees its array; takes add, frees all of it on failure. */
+int strv_push_all(char ***l, char **add);
 bool strv_contains(char *const *l, const char *s);
 
 char *strstrip(char *s);

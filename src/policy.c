@@ -81,13 +81,7 @@ static int parse_globs(const ConfContext *c, const char *value, void *dst, const
                         *invalid_flag(dst, offset, data) = true;
                         return conf_bad_value(c, *s, "glob too long; this policy will match nothing");
                 }
-        for (char **s = l; *s; s++) {
-                r = strv_push(&g->globs, *s);
-                if (r < 0)
-                        return r;
-                *s = NULL;
-        }
-        return 0;
+        return strv_push_all(&g->globs, TAKE_PTR(l));
 }
 
 #define GLOB_PARSER(field)                                                                            \
@@ -113,11 +107,9 @@ static int parse_glob_cmdline(const ConfContext *c, const char *value, void *dst
                 return conf_bad_value(c, value, "glob too long; this policy will match nothing");
         }
         char *s = strdup(value);
-        if (!s || strv_push(&g->globs, s) < 0) {
-                free(s);
+        if (!s)
                 return -ENOMEM;
-        }
-        return 0;
+        return strv_push(&g->globs, s);
 }
 
 static int parse_users(const ConfContext *c, const char *value, void *dst, const void *data) {
@@ -249,7 +241,6 @@ static int strv_copy(char **l, char ***ret) {
         for (char **s = l; s && *s; s++) {
                 char *d = strdup(*s);
                 if (!d || strv_push(&n, d) < 0) {
-                        free(d);
                         strv_free(n);
                         return -ENOMEM;
                 }

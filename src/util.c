@@ -329,6 +329,24 @@ int strv_push(char ***l, char *value) {
         return 0;
 }
 
+int strv_push_all(char ***l, char **add) {
+        size_t n = strv_length(*l), m = strv_length(add);
+        if (m == 0) {
+                free(add);
+                return 0;
+        }
+        char **nl = realloc(*l, sizeof(char *) * (n + m + 1));
+        if (!nl) {
+                strv_free(add);
+                return -ENOMEM;
+        }
+        memcpy(nl + n, add, sizeof(char *) * m);
+        nl[n + m] = NULL;
+        free(add);
+        *l = nl;
+        return 0;
+}
+
 int strv_split_whitespace(const char *s, char ***ret) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
         if (!l)

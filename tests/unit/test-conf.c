@@ -169,6 +169,22 @@ static void test_util(void **state) {
         assert_ptr_equal(a, before);
         assert_int_equal(n_alloc, 16);
         free(a);
+
+        char **l = NULL, **add = NULL;
+        assert_int_equal(strv_split_whitespace("a b", &add), 0);
+        assert_int_equal(strv_push_all(&l, add), 0);
+        assert_int_equal(strv_split_whitespace("c", &add), 0);
+        assert_int_equal(strv_push_all(&l, add), 0);
+        assert_int_equal(strv_length(l), 3);
+        assert_string_equal(l[2], "c");
+        assert_int_equal(strv_split_whitespace("  ", &add), 0);
+        assert_int_equal(strv_push_all(&l, add), 0);
+        assert_int_equal(strv_length(l), 3);
+        strv_free(l);
+        l = NULL;
+        assert_int_equal(strv_split_whitespace("", &add), 0);
+        assert_int_equal(strv_push_all(&l, add), 0);
+        assert_null(l);
 }
 
 static void test_json(void **state) {
