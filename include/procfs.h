@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -15,6 +16,10 @@
 
 #define PF_KTHREAD_FLAG 0x00200000U
 #define PF_EXITING_FLAG 0x00000004U /* in do_exit(): its mm may already be gone */
+
+/* A whole file of the process (at most max_size bytes), NUL-terminated;
+ * -ESRCH when the process is gone. */
+int procfs_read_pid_file(int pid_dirfd, const char *name, size_t max_size, char **ret);
 
 typedef struct ProcStat {
         int pid;

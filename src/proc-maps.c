@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "proc-maps.h"
+#include "procfs.h"
 #include "util.h"
 
 /* maps of a large QEMU or JVM can hold tens of thousands of lines. */
@@ -90,9 +91,7 @@ int proc_maps_parse(const char *text, MapList *ret) {
 
 int proc_maps_read(int pid_dirfd, MapList *ret) {
         _cleanup_free_ char *buf = NULL;
-        int r = read_full_file_at(pid_dirfd, "maps", PROC_MAPS_MAX, &buf, NULL);
-        if (r == -ENOENT)
-                return -ESRCH;
+        int r = procfs_read_pid_file(pid_dirfd, "maps", PROC_MAPS_MAX, &buf);
         if (r < 0)
                 return r;
         return proc_maps_parse(buf, ret);

@@ -62,9 +62,7 @@ static int read_exe(int pid_dirfd, char **ret) {
 
 static int read_cgroup(int pid_dirfd, char **ret) {
         _cleanup_free_ char *text = NULL;
-        int r = read_full_file_at(pid_dirfd, "cgroup", 64 * 1024, &text, NULL);
-        if (r == -ENOENT)
-                return -ESRCH;
+        int r = procfs_read_pid_file(pid_dirfd, "cgroup", 64 * 1024, &text);
         if (r < 0)
                 return r;
         return cgroup_parse_proc_path(text, ret);

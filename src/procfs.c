@@ -16,11 +16,15 @@
 
 /* A file of a process that exits while we read it vanishes (ENOENT) or
  * answers ESRCH; both mean "gone". */
-static int read_pid_file(int pid_dirfd, const char *name, char **ret) {
-        int r = read_full_file_at(pid_dirfd, name, PROC_SMALL_FILE_MAX, ret, NULL);
+int procfs_read_pid_file(int pid_dirfd, const char *name, size_t max_size, char **ret) {
+        int r = read_full_file_at(pid_dirfd, name, max_size, ret, NULL);
         if (r == -ENOENT)
                 return -ESRCH;
         return r;
+}
+
+static int read_pid_file(int pid_dirfd, const char *name, char **ret) {
+        return procfs_read_pid_file(pid_dirfd, name, PROC_SMALL_FILE_MAX, ret);
 }
 
 static const char *next_field(const char *p) {
