@@ -316,9 +316,11 @@ int mm_reader_queue(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_t
          * counts neither as idle nor as coming back soon. */
         if (need_worker(s))
                 k = spawn_worker(s);
+        /* Workers change n_threads under the lock as they exit. */
+        bool no_worker = k < 0 && s->n_threads == 0;
         pthread_cond_signal(&s->cond);
         pthread_mutex_unlock(&s->lock);
-        if (k < 0 && s->n_threads == 0)
+        if (no_worker)
                 log_debug_errno(k, "Cannot start an mm reader thread: %m");
         arm_timer(r);
         return 0;
