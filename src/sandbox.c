@@ -148,8 +148,9 @@ static const char *const allow_list[] = {
         /* sd-event */
         "epoll_create1", "epoll_ctl", "epoll_wait", "epoll_pwait", "epoll_pwait2", "timerfd_create",
         "timerfd_settime", "timerfd_gettime", "signalfd4", "eventfd2", "poll", "ppoll",
-        /* signals; abort() */
-        "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "rt_sigtimedwait",
+        /* signals; abort(). restart_syscall: the kernel's own resumption of a
+         * nanosleep/poll interrupted by a signal (found by the storm test) */
+        "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "sigaltstack", "rt_sigtimedwait", "restart_syscall",
         /* pthreads (ksmd sampler, readers with deadlines); libpsx */
         "set_robust_list", "get_robust_list", "rseq", "futex", "set_tid_address", "sched_yield",
         "sched_getaffinity", "exit", "exit_group", "gettid", "getpid", "getppid", "prlimit64",
