@@ -45,6 +45,7 @@ struct Tuner {
         ContentionWindow window;
         bool collecting;                /* lines read now belong to the window */
         KsmLockCore logged_core;
+        uint64_t created_usec;
         uint64_t lost_logged;
 };
 
@@ -158,6 +159,11 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                 if (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY)
                         return;
                 interval *= QUIET_WINDOW_FACTOR;
+                /* The first quiet window comes one quiet interval after
+                 * start, not at once: on a busy host a window traces every
+                 * task's write locks, and there is no reason for one yet. */
+                if (t->window_start_usec == 0 && now - t->created_usec < interval)
+                        return;
         }
         if (t->window_start_usec != 0 && now - t->window_start_usec < interval)
                 return;
@@ -202,6 +208,7 @@ int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, v
         t->ksmd_pid = ksmd_pid;
         t->wake = wake;
         t->userdata = userdata;
+        t->created_usec = now_usec(CLOCK_MONOTONIC);
         model_init(&t->model, (uint64_t) sysconf(_SC_PAGESIZE), cfg->min_gain_pages);
         controller_init(&t->controller, cfg, now_usec(CLOCK_MONOTONIC));
 
