@@ -91,8 +91,13 @@ static void test_workload_merges(void **state) {
         assert_int_equal(ks.merge_any, 0);
         assert_true(ks.process_profit > 0);
         assert_int_equal(ksm_sysfs_read(root, &after), 0);
-        assert_true(after.value[KSM_PAGES_SHARING] >= before.value[KSM_PAGES_SHARING] + 6144);
-        assert_true(after.value[KSM_PAGES_SHARED] >= before.value[KSM_PAGES_SHARED] + 2048);
+        /* Not "before + ours": stable pages of workloads that exited before
+         * this test stay counted while run=0 and drop out lazily once ksmd
+         * runs again (seen on 6.18 in CI), so the global counters are checked
+         * for holding at least this process's sharing; its own count above
+         * is exact. */
+        assert_true(after.value[KSM_PAGES_SHARING] >= 6144);
+        assert_true(after.value[KSM_PAGES_SHARED] >= 2048);
         assert_true(after.value[KSM_FULL_SCANS] > before.value[KSM_FULL_SCANS]);
 
         /* ksmd's CPU time moved, and a sample of it reads */
