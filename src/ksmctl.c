@@ -1113,7 +1113,19 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
                         /* Redraw early when figures move; the period is the fallback. */
                         (void) sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.Properties",
                                                    "PropertiesChanged", on_properties_changed, &dirty);
+                /* Ctrl-C during the call itself would end it with EINTR and
+                 * an error; hold the signals over the call and let them stop
+                 * the loop right after it (the waits below stay interruptible). */
+                sigset_t stop_signals, saved;
+                sigemptyset(&stop_signals);
+                sigaddset(&stop_signals, SIGINT);
+                sigaddset(&stop_signals, SIGTERM);
+                sigaddset(&stop_signals, SIGHUP);
+                (void) sigprocmask(SIG_BLOCK, &stop_signals, &saved);
                 ret = status_get(bus, &s);
+                (void) sigprocmask(SIG_SETMASK, &saved, NULL);
+                if (monitor_stop)
+                        break;
                 if (ret != KSMCTL_EXIT_OK && ret != KSMCTL_EXIT_NOT_RUNNING)
                         return ret;
                 if (ret == KSMCTL_EXIT_NOT_RUNNING)
