@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -460,6 +462,32 @@ static const char *const window_events[] = {
         "events/mmap_lock/mmap_lock_released",
 };
 
+/* A daemon that was SIGKILLed while another held the plain name leaves
+ * "instances/ksmtuned2-PID" behind, with ksm_enter still enabled and its ring
+ * buffer allocated. Remove those whose PID is gone; one still open answers
+ * EBUSY and stays. */
+static void remove_stale_pid_instances(int tracefs_fd) {
+        int fd = openat(tracefs_fd, "instances", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return;
+        }
+        for (struct dirent *de; (de = readdir(d));) {
+                const char *prefix = INSTANCE_NAME "-";
+                int pid;
+                if (!startswith(de->d_name, prefix) || safe_atoi(de->d_name + strlen(prefix), &pid) < 0 || pid <= 0)
+                        continue;
+                if (kill(pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) >= 0)
+                        log_debug("Removed stale tracefs instance %s of a daemon that is gone.", de->d_name);
+        }
+        closedir(d);
+}
+
 static int inst_write(Tracer *t, const char *path, const char *value) {
         int r = write_string_at(t->inst_fd, path, value);
         if (r < 0)
@@ -525,6 +553,7 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
          * can be removed; one that is busy (EBUSY) belongs to another
          * running instance of the daemon (a test, a second root): that one
          * keeps it and we take a name of our own. */
+        remove_stale_pid_instances(t->tracefs_fd);
         snprintf(t->name, sizeof t->name, "instances/" INSTANCE_NAME);
         if (mkdirat(t->tracefs_fd, t->name, 0700) < 0) {
                 if (errno != EEXIST)
