@@ -221,6 +221,15 @@ int manager_tick(Manager *m) {
         return 0;
 }
 
+/* sd-event's default timer accuracy is 250 ms (sd_event_add_time(3)): a
+ * 250 ms burst tick came 250-500 ms apart, and a wake-up "now" up to 250 ms
+ * late, by when ksmd had started another 100000-page batch at burst rate.
+ * Short ticks get 1 ms; the slow ones keep a tenth of their interval, so an
+ * idle daemon's wake-ups still coalesce with the rest of the system's. */
+static uint64_t tick_accuracy_usec(uint64_t interval_usec) {
+        return interval_usec < USEC_PER_SEC ? USEC_PER_MSEC : interval_usec / 10;
+}
+
 static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         uint64_t start = now_usec(CLOCK_MONOTONIC);
@@ -232,10 +241,11 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 (void) sd_notify(false, "READY=1");
                 m->ready_sent = true;
         }
-        r = sd_event_source_set_time(es, now_usec(CLOCK_MONOTONIC) +
-                                                 (m->next_tick_usec ? m->next_tick_usec : m->config.interval_usec));
+        uint64_t next = m->next_tick_usec ? m->next_tick_usec : m->config.interval_usec;
+        r = sd_event_source_set_time(es, now_usec(CLOCK_MONOTONIC) + next);
         if (r < 0)
                 return sd_event_exit(m->event, r);
+        (void) sd_event_source_set_time_accuracy(es, tick_accuracy_usec(next));
         /* A oneshot timer is disabled while it is dispatched; set_time alone
          * does not re-arm it. */
         r = sd_event_source_set_enabled(es, SD_EVENT_ONESHOT);
@@ -244,10 +254,12 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* New mergeable memory: tick now rather than at the next interval. */
+/* New mergeable memory, or the end of one of ksmd's full scans during a
+ * burst: tick now rather than at the next interval. */
 static void manager_wake(void *userdata) {
         Manager *m = userdata;
         (void) sd_event_source_set_time(m->tick_source, now_usec(CLOCK_MONOTONIC));
+        (void) sd_event_source_set_time_accuracy(m->tick_source, 1);
         (void) sd_event_source_set_enabled(m->tick_source, SD_EVENT_ONESHOT);
 }
 

@@ -244,7 +244,9 @@ int mm_reader_new(const Root *root, sd_event *e, unsigned max_threads, uint64_t 
                 k = sd_event_add_io(e, &r->efd_source, s->efd, EPOLLIN, on_efd, r);
                 if (k < 0)
                         return k;
-                k = sd_event_add_time_relative(e, &r->timer_source, CLOCK_MONOTONIC, deadline_usec, 0, on_timer, r);
+                /* a tenth of the deadline, not sd-event's default 250 ms */
+                k = sd_event_add_time_relative(e, &r->timer_source, CLOCK_MONOTONIC, deadline_usec,
+                                               MAX(deadline_usec / 10, (uint64_t) USEC_PER_MSEC), on_timer, r);
                 if (k < 0)
                         return k;
                 (void) sd_event_source_set_enabled(r->timer_source, SD_EVENT_OFF);
