@@ -16,6 +16,9 @@
  *    an mm first becomes mergeable (MADV_MERGEABLE or PR_SET_MEMORY_MERGE),
  *    in the context of the task that asked, so the daemon learns of new
  *    mergeable memory at once instead of waiting for ksmd to meet it.
+ *  - ksm:ksm_stop_scan too: ksmd ends its batch at the end of a full scan
+ *    and sleeps, so a decision taken right then (a burst that is over) is in
+ *    place before ksmd starts the next scan.
  *  - mmap_lock:* are enabled only for short sampled windows, filtered to
  *    ksmd's own lock calls and to write locks of everyone else: that says
  *    which mm (and which process and memory cgroup) keeps ksmd waiting, and
@@ -27,6 +30,7 @@ typedef enum TraceEventType {
         TRACE_EVENT_RELEASED,           /* mmap_lock:mmap_lock_released */
         TRACE_EVENT_KSM_ENTER,          /* ksm:ksm_enter */
         TRACE_EVENT_KSM_EXIT,           /* ksm:ksm_exit */
+        TRACE_EVENT_KSM_STOP_SCAN,      /* ksm:ksm_stop_scan: ksmd finished a full scan */
         TRACE_EVENT_LOST,               /* "CPU:1 [LOST 42 EVENTS]" */
         _TRACE_EVENT_MAX,
 } TraceEventType;
@@ -43,6 +47,8 @@ typedef struct TraceEvent {
         bool write;
         bool success;                   /* acquire_returned only */
         uint64_t lost;                  /* TRACE_EVENT_LOST: events the ring dropped */
+        uint64_t seq;                   /* ksm_stop_scan: the scan's sequence number */
+        uint64_t rmap_entries;          /* ksm_stop_scan: ksm_rmap_items at its end */
 } TraceEvent;
 
 /* Parses one line of an instance's trace or trace_pipe, with or without the

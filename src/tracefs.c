@@ -153,6 +153,7 @@ static int parse_after_cpu(const char *p, TraceEvent *e) {
                 { "mmap_lock_released", TRACE_EVENT_RELEASED },
                 { "ksm_enter", TRACE_EVENT_KSM_ENTER },
                 { "ksm_exit", TRACE_EVENT_KSM_EXIT },
+                { "ksm_stop_scan", TRACE_EVENT_KSM_STOP_SCAN },
         };
         const char *name;
         size_t nlen;
@@ -185,6 +186,19 @@ static int parse_after_cpu(const char *p, TraceEvent *e) {
                 return -ENOMSG;
         p += nlen + 1;
 
+        if (e->type == TRACE_EVENT_KSM_STOP_SCAN) {
+                /* "seq 119002 rmap size 512" */
+                p = skip_spaces(p);
+                if (!startswith(p, "seq "))
+                        return -EINVAL;
+                p = parse_dec(skip_spaces(p + 4), &e->seq);
+                if (!p || !startswith(skip_spaces(p), "rmap size "))
+                        return -EINVAL;
+                p = parse_dec(skip_spaces(skip_spaces(p) + 10), &e->rmap_entries);
+                if (!p || *skip_spaces(p))
+                        return -EINVAL;
+                return 0;
+        }
         if (e->type == TRACE_EVENT_KSM_ENTER || e->type == TRACE_EVENT_KSM_EXIT) {
                 p = skip_spaces(p);
                 if (!startswith(p, "mm "))
@@ -449,6 +463,7 @@ struct Tracer {
         int pipe_fd;
         bool mmap_lock;
         bool ksm_enter;
+        bool ksm_stop_scan;
         bool window;
         bool made;                      /* we created the instance: remove it */
         char name[64];                  /* "instances/ksmtuned2[-PID]" */
@@ -594,6 +609,9 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
                        faccessat(t->inst_fd, "events/mmap_lock/mmap_lock_start_locking/enable", F_OK, 0) >= 0 &&
                        faccessat(t->inst_fd, "events/mmap_lock/mmap_lock_released/enable", F_OK, 0) >= 0;
         t->ksm_enter = inst_write(t, "events/ksm/ksm_enter/enable", "1") >= 0;
+        /* once per full scan: at most a few hundred lines a second while a
+         * tiny set is scanned flat out, one per scan otherwise */
+        t->ksm_stop_scan = inst_write(t, "events/ksm/ksm_stop_scan/enable", "1") >= 0;
         if (!t->mmap_lock && !t->ksm_enter)
                 return -EOPNOTSUPP;
 

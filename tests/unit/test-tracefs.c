@@ -36,6 +36,19 @@ static void test_recorded_lines(void **state) {
         assert_int_equal(e.pid, 12914);
         assert_int_equal(e.mm, UINT64_C(0xffd4ac11));
 
+        /* recorded on 6.18 */
+        assert_int_equal(parse("            ksmd-37      (     37) [001] ..... 11715.244097: ksm_stop_scan: seq 119002 "
+                               "rmap size 512", &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_KSM_STOP_SCAN);
+        assert_int_equal(e.pid, 37);
+        assert_int_equal(e.seq, 119002);
+        assert_int_equal(e.rmap_entries, 512);
+        assert_int_equal(parse("  ksmd-37 [001] ..... 1.2: ksm_stop_scan: seq 1 rmap size", &e), -EINVAL);
+        assert_int_equal(parse("  ksmd-37 [001] ..... 1.2: ksm_stop_scan: seq x rmap size 5", &e), -EINVAL);
+        assert_int_equal(parse("  ksmd-37 [001] ..... 1.2: ksm_stop_scan: seq 1 rmap size 5 junk", &e), -EINVAL);
+        /* ksm_start_scan is not used */
+        assert_int_equal(parse("  ksmd-37 [000] ..... 1.1: ksm_start_scan: seq 119002 rmap size 0", &e), -ENOMSG);
+
         assert_int_equal(parse("    ksm-workload-9813    (   9813) [001] .....  2353.242440: mmap_lock_start_locking: "
                                "mm=000000005610e1ae memcg_id=1 write=false", &e), 0);
         assert_int_equal(e.type, TRACE_EVENT_START_LOCKING);
