@@ -89,9 +89,24 @@ typedef struct Model {
         /* merge progress, counted in full scans */
         int64_t scan_sharing_gain;      /* sharing gained since the last full scan ended */
         int64_t scan_rmap_gain;         /* rmap items gained since then */
+        uint64_t scan_skipped;          /* pages smart_scan skipped since then */
         uint64_t scans_without_gain;    /* consecutive full scans without new sharing or new memory */
         uint64_t last_gain_usec;        /* when a full scan last paid */
         int64_t last_scan_gain_pages;   /* sharing gained by the full scan(s) that ended last */
+        /* A full scan "settled" when it ended with fewer than min_gain_pages
+         * volatile pages, met no new memory, and nothing new was announced
+         * (ksm_enter, the process table) since the end of the scan before
+         * it: then every page ksmd knows had its second look with an
+         * unchanged checksum, every duplicate among them met in this pass's
+         * trees, and another pass can only find what changes later. A page
+         * smart_scan skips leaves the unstable tree and reads as volatile
+         * until its next look (seen on 6.18: volatile rose by a victim's
+         * 16384 unique pages per maintenance pass), so the pages skipped in
+         * the pass are allowed on top. */
+        bool last_scan_settled;
+        uint64_t settled_usec;          /* when a settled scan was last seen, 0 never */
+        uint64_t news;                  /* ksm_enter events and mergeable notes, ever */
+        uint64_t news_at_scan_end[2];   /* news when the latest two full scans were seen ending */
         uint64_t min_gain_pages;        /* below this a scan "found nothing" (noise) */
 
         /* newly mergeable memory */

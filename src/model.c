@@ -150,9 +150,23 @@ void model_update(Model *m, const Snapshot *s) {
          * set is scanned many times per tick. */
         m->scan_sharing_gain += t.sharing_delta;
         m->scan_rmap_gain += t.rmap_delta;
+        m->scan_skipped += t.skipped_pages;
         if (t.full_scans > 0) {
                 bool paid = m->scan_sharing_gain >= (int64_t) m->min_gain_pages ||
                             m->scan_rmap_gain >= (int64_t) m->min_gain_pages;
+                /* News are compared with the scan end before the previous
+                 * one: a scan end is seen only at the next tick, and an mm
+                 * entering KSM is put behind ksmd's cursor, so an mm that
+                 * entered during the pass that just ended is met only at the
+                 * end of the next one (mm/ksm.c __ksm_enter), and its rmap
+                 * growth cannot have shown yet. */
+                m->last_scan_settled = m->news == m->news_at_scan_end[0] &&
+                                       m->pages_volatile < m->min_gain_pages + m->scan_skipped &&
+                                       m->scan_rmap_gain < (int64_t) m->min_gain_pages;
+                if (m->last_scan_settled)
+                        m->settled_usec = s->time_usec;
+                m->news_at_scan_end[0] = m->news_at_scan_end[1];
+                m->news_at_scan_end[1] = m->news;
                 m->last_scan_gain_pages = m->scan_sharing_gain;
                 if (paid) {
                         m->scans_without_gain = 0;
@@ -161,6 +175,7 @@ void model_update(Model *m, const Snapshot *s) {
                         m->scans_without_gain += t.full_scans;
                 m->scan_sharing_gain = 0;
                 m->scan_rmap_gain = 0;
+                m->scan_skipped = 0;
                 if (t.dt_usec > 0)
                         m->full_scan_usec = ewma(m->full_scan_usec, (double) t.dt_usec / (double) t.full_scans);
         }
@@ -170,6 +185,8 @@ void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm
         m->entered_usec = now_usec;
         m->entered_count++;
         m->entered_pid = pid;
+        m->news++;
+        m->last_scan_settled = false;
         strscpy(m->entered_comm, sizeof m->entered_comm, comm ? comm : "");
         /* The new mm has not been scanned yet: the scans so far say nothing
          * about it. */
@@ -182,6 +199,8 @@ void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages) {
         m->new_mergeable_total += pages;
         m->new_mergeable_usec = now_usec;
         m->scans_without_gain = 0;
+        m->news++;
+        m->last_scan_settled = false;
 }
 
 void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, uint64_t wall_usec,
