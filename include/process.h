@@ -39,6 +39,13 @@ typedef struct Verdict {
         bool needs_cmdline;             /* WAIT until the command line has been read */
 } Verdict;
 
+/* Whether the controller may exclude (disable) or readmit (enable) a
+ * process with this verdict: only one a policy lets the daemon manage
+ * (Mode=auto, a Method other than none); never takes a Mode=always process
+ * out, never switches merging on for one whose policy no longer wants it
+ * (Mode=never, or no policy since a reload). NULL reason when allowed. */
+const char *verdict_refuses_controller(const Verdict *v, bool enable);
+
 /* What is known about one process (a thread group), by its pid. */
 typedef struct Process {
         int pid;

@@ -60,15 +60,22 @@ void manager_merge_collect(Manager *m) {
         take_outcomes(m, &r);
 }
 
-/* The controller's exclusions name a process and Method=any; what may be
- * done to a process is its policy's to say: one no policy matched (or
- * Method=none) is never touched, and a policy's Method= narrows "any". */
-static bool policy_allows(Manager *m, ProcessAction *a) {
+/* The controller's exclusions and readmissions name a process and
+ * Method=any; what may be done to a process is its policy's to say
+ * (verdict_refuses_controller), and a policy's Method= narrows "any".
+ * Discovery's own actions follow the verdict already. */
+static bool policy_allows(Manager *m, ProcessAction *a, bool from_controller) {
         Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), a->pid) : NULL;
-        if (!p || p->start_time_ticks != a->start_time_ticks || !p->have_verdict ||
-            p->verdict.action == VERDICT_LEAVE_ALONE || p->verdict.method == MERGE_METHOD_NONE) {
-                log_debug("pid %d: %s; not touched (%s).", a->pid, a->reason,
-                          !p || !p->have_verdict ? "not classified" : "its policy does not let the daemon change it");
+        const char *why = !p || p->start_time_ticks != a->start_time_ticks || !p->have_verdict ? "not classified"
+                          : from_controller ? verdict_refuses_controller(&p->verdict, a->action == MERGE_ACTION_ENABLE)
+                          : p->verdict.action == VERDICT_LEAVE_ALONE || p->verdict.method == MERGE_METHOD_NONE
+                                  ? "its policy does not let the daemon change it"
+                                  : NULL;
+        if (why) {
+                /* the controller logged its decision: say that it was not
+                 * carried out, and why */
+                log_full(from_controller ? LOG_NOTICE : LOG_DEBUG, "pid %d: %s; not done: %s.", a->pid, a->reason,
+                         why);
                 return false;
         }
         if (a->method == MERGE_METHOD_ANY)
@@ -89,7 +96,7 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
         }
         for (size_t i = 0; i < n; i++) {
                 ProcessAction x = i < a->n_actions ? a->actions[i] : b->actions[i - a->n_actions];
-                if (!policy_allows(m, &x))
+                if (!policy_allows(m, &x, i >= a->n_actions))
                         continue;
                 if (plan_add_action(&all, &x) < 0) {
                         log_oom();

@@ -20,6 +20,19 @@ const char *verdict_action_to_string(VerdictAction a) {
         return (unsigned) a < _VERDICT_ACTION_MAX ? names[a] : "?";
 }
 
+const char *verdict_refuses_controller(const Verdict *v, bool enable) {
+        if (v->action == VERDICT_LEAVE_ALONE || v->method == MERGE_METHOD_NONE)
+                return "its policy does not let the daemon change it";
+        if (enable && v->action != VERDICT_MERGE)
+                return v->action == VERDICT_DONT_MERGE ? "its policy says Mode=never now"
+                                                       : "its policy does not want merging yet";
+        if (!enable && v->always)
+                return "its policy says Mode=always";
+        if (!enable && v->action == VERDICT_DONT_MERGE)
+                return "its policy keeps merging off already";
+        return NULL;
+}
+
 int process_merging_enabled(const Process *p) {
         if (!p->ksm_stat_valid)
                 return -1;

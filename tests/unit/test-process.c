@@ -191,6 +191,32 @@ static void check_cmdline(const char *buf, size_t len, const char *want) {
         free(s);
 }
 
+static void test_controller_respects_policy(void **state) {
+        Verdict v = { .action = VERDICT_MERGE, .method = MERGE_METHOD_ANY };
+
+        /* Mode=auto: exclusion and readmission are the daemon's to do */
+        assert_null(verdict_refuses_controller(&v, false));
+        assert_null(verdict_refuses_controller(&v, true));
+        /* waiting (MinAge, MinAnonMiB): may be excluded, not switched on */
+        v.action = VERDICT_WAIT;
+        assert_null(verdict_refuses_controller(&v, false));
+        assert_non_null(verdict_refuses_controller(&v, true));
+        /* Mode=always is never taken out */
+        v = (Verdict) { .action = VERDICT_MERGE, .method = MERGE_METHOD_ANY, .always = true };
+        assert_string_equal(verdict_refuses_controller(&v, false), "its policy says Mode=always");
+        assert_null(verdict_refuses_controller(&v, true));
+        /* Mode=never (e.g. after a reload): never readmitted */
+        v = (Verdict) { .action = VERDICT_DONT_MERGE, .method = MERGE_METHOD_ANY };
+        assert_string_equal(verdict_refuses_controller(&v, true), "its policy says Mode=never now");
+        assert_non_null(verdict_refuses_controller(&v, false));
+        /* no policy, or Method=none: never touched */
+        v = (Verdict) { .action = VERDICT_LEAVE_ALONE };
+        assert_non_null(verdict_refuses_controller(&v, false));
+        assert_non_null(verdict_refuses_controller(&v, true));
+        v = (Verdict) { .action = VERDICT_MERGE, .method = MERGE_METHOD_NONE };
+        assert_non_null(verdict_refuses_controller(&v, false));
+}
+
 static void test_parse_cmdline(void **state) {
         check_cmdline("/usr/bin/java\0-jar\0app.jar\0", 26, "/usr/bin/java -jar app.jar");
         check_cmdline("", 0, "");
@@ -206,6 +232,7 @@ int main(void) {
                 cmocka_unit_test(test_table_grow_remove_iterate),
                 cmocka_unit_test(test_read_facts),
                 cmocka_unit_test(test_parse_cmdline),
+                cmocka_unit_test(test_controller_respects_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
