@@ -79,6 +79,7 @@ typedef struct LockHolder {
 typedef struct ContentionWindow {
         int ksmd_pid;
         uint64_t first_nsec, last_nsec; /* trace clock of the first and last event */
+        uint64_t ksmd_first_nsec, ksmd_last_nsec; /* of ksmd's own events */
         uint64_t events;
         uint64_t lost_events;
         uint64_t ksmd_start_locking;
@@ -108,6 +109,9 @@ void contention_window_init(ContentionWindow *w, int ksmd_pid);
 void contention_window_add(ContentionWindow *w, const TraceEvent *e);
 /* Trace-clock span the events covered. */
 uint64_t contention_window_span_nsec(const ContentionWindow *w);
+/* The span ksmd's own events covered: when the ring overflowed (it keeps
+ * the newest events), the time its waits are a share of. */
+uint64_t contention_window_ksmd_span_nsec(const ContentionWindow *w);
 /* The holder that kept ksmd waiting longest (or failed most of its
  * trylocks), NULL when ksmd never waited. */
 const LockHolder *contention_window_worst(const ContentionWindow *w);

@@ -356,6 +356,10 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
         w->events++;
 
         if (e->pid == w->ksmd_pid && w->ksmd_pid > 0) {
+                if (w->ksmd_start_locking + w->ksmd_acquired == 0 || e->time_nsec < w->ksmd_first_nsec)
+                        w->ksmd_first_nsec = e->time_nsec;
+                if (e->time_nsec > w->ksmd_last_nsec)
+                        w->ksmd_last_nsec = e->time_nsec;
                 switch (e->type) {
                 case TRACE_EVENT_START_LOCKING:
                         w->ksmd_start_locking++;
@@ -428,6 +432,10 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                         break;
                 }
         }
+}
+
+uint64_t contention_window_ksmd_span_nsec(const ContentionWindow *w) {
+        return w->ksmd_last_nsec > w->ksmd_first_nsec ? w->ksmd_last_nsec - w->ksmd_first_nsec : 0;
 }
 
 uint64_t contention_window_span_nsec(const ContentionWindow *w) {

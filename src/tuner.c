@@ -25,6 +25,11 @@
 #define WINDOW_KSMD_EVENTS 50000.0
 #define WINDOW_MIN_USEC (10 * USEC_PER_MSEC)
 #define MAINTENANCE_SAMPLE_FACTOR 5
+/* Windows while bursting: every BURST_WINDOW_GAP for the first
+ * BURST_WINDOWS of a burst, every BURST_WINDOW_SLOW_GAP after. */
+#define BURST_WINDOW_GAP_USEC (500 * USEC_PER_MSEC)
+#define BURST_WINDOWS 4
+#define BURST_WINDOW_SLOW_GAP_USEC (5 * USEC_PER_SEC)
 /* A full scan's end wakes the controller during a burst, but not more often
  * than this: a small set is scanned hundreds of times a second, and there
  * a scan's end is no moment to catch. */
@@ -45,6 +50,8 @@ struct Tuner {
         sd_event_source *pipe_source;
         sd_event_source *window_source;
         uint64_t window_start_usec;
+        double window_scale;            /* of the computed length: shrinks after a window overflowed */
+        unsigned burst_windows;         /* windows taken in the current burst */
         uint64_t window_scanned_before;
         ContentionWindow window;
         bool collecting;                /* lines read now belong to the window */
@@ -154,6 +161,12 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                          w->ksmd_trylock_failures);
                 t->logged_core = t->model.lock_core;
         }
+        /* The writers' events fill the ring too, and their rate is not
+         * known beforehand (a process looping mmap/munmap wrote ~400,000
+         * a second and overflowed a 98 ms window): a window that lost
+         * events halves the next one, a clean one lets it grow back. */
+        t->window_scale = w->lost_events > 0 ? MAX(t->window_scale / 2, 1.0 / 64)
+                                             : MIN(t->window_scale * 1.25, 1.0);
         if (w->lost_events > 0 && t->lost_logged++ == 0)
                 log_notice("Contention window lost %" PRIu64 " trace events (ring full); figures are a lower bound.",
                            w->lost_events);
@@ -169,11 +182,33 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                 return;
         if (!tick || !tick->run || tick->scanned_pages == 0)
                 return;         /* ksmd idle: nothing to learn */
-        if (t->model.blocked_fraction * 100.0 < cfg->contention_min_blocked_percent) {
+        bool bursting = t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY;
+        if (bursting) {
+                /* A window early in every burst and every second while it
+                 * lasts, whatever the samples say:
+                 * a ksmd waiting for an mmap_lock whose writer is running
+                 * spins (rwsem optimistic spinning) and shows as R, not D.
+                 * Measured on 6.18, S2 with one churn thread: the samples
+                 * saw ksmd blocked 0.1% of the time while its CPU per page
+                 * tripled and the contender fell to a seventh of its rate;
+                 * the trace window times the wait itself. The window is cut
+                 * to the scan rate (WINDOW_KSMD_EVENTS), so each costs a
+                 * parse of up to ~30,000 events; one window alone proved
+                 * too little (a window at a burst's start, in ksmd's fast
+                 * checksum pass, saw 2-10% waiting where the next pass
+                 * waited 40-65% of the time). */
+                if (t->window_start_usec < t->controller.mode_since_usec)
+                        t->burst_windows = 0;   /* the first of this burst: at once */
+                else if (now - t->window_start_usec <
+                         (t->burst_windows < BURST_WINDOWS ? BURST_WINDOW_GAP_USEC : BURST_WINDOW_SLOW_GAP_USEC))
+                        return;
+                t->burst_windows++;
+                interval = 0;
+        } else if (t->model.blocked_fraction * 100.0 < cfg->contention_min_blocked_percent) {
                 /* Nothing suggests contention: an occasional window, and
-                 * never during a burst, when every lock call of a fast ksmd
-                 * would be traced for nothing. */
-                if (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY)
+                 * no more during a burst, when every lock call of a fast
+                 * ksmd would be traced for nothing. */
+                if (bursting)
                         return;
                 interval *= QUIET_WINDOW_FACTOR;
                 /* The first quiet window comes one quiet interval after
@@ -205,7 +240,8 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         rate = MAX(rate, t->controller.rate_pages_per_sec);
         uint64_t len = cfg->contention_window_usec;
         if (rate > 0)
-                len = CLAMP((uint64_t) (WINDOW_KSMD_EVENTS / (4.0 * rate) * USEC_PER_SEC), WINDOW_MIN_USEC, len);
+                len = MIN((uint64_t) (WINDOW_KSMD_EVENTS / (4.0 * rate) * USEC_PER_SEC), len);
+        len = MAX((uint64_t) ((double) len * t->window_scale), WINDOW_MIN_USEC);
         (void) sd_event_source_set_time(t->window_source, t->window_start_usec + len);
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_ONESHOT);
 }
@@ -226,6 +262,7 @@ int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, v
         t->wake = wake;
         t->userdata = userdata;
         t->created_usec = now_usec(CLOCK_MONOTONIC);
+        t->window_scale = 1.0;
         model_init(&t->model, page_size(), cfg->min_gain_pages);
         controller_init(&t->controller, cfg, now_usec(CLOCK_MONOTONIC));
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "model.h"
 #include "tracefs.h"
 #include "util.h"
 
@@ -184,6 +185,20 @@ static void test_window_pairing(void **state) {
         assert_int_equal(w.ksmd_acquired, 2);
         assert_int_equal(w.ksmd_wait_nsec, 251000);
         assert_int_equal(contention_window_span_nsec(&w), 1200000);
+        assert_int_equal(contention_window_ksmd_span_nsec(&w), 951000);
+
+        /* The ring lost events (it keeps the newest): ksmd's waits are a
+         * share of the span its own surviving events cover, not of the
+         * 100 ms the window was open. */
+        Model m;
+        model_init(&m, 4096, 64);
+        model_add_window(&m, &w, 5000000, 100000, 0);
+        assert_true(m.window_ksmd_blocked_fraction > 0.26 && m.window_ksmd_blocked_fraction < 0.27);
+        /* without loss, the window's wall time */
+        w.lost_events = 0;
+        model_add_window(&m, &w, 5000000, 100000, 0);
+        assert_true(m.window_ksmd_blocked_fraction > 0.0025 && m.window_ksmd_blocked_fraction < 0.0026);
+        w.lost_events = 3;
 
         const LockHolder *h = contention_window_worst(&w);
         assert_non_null(h);
