@@ -1,0 +1,126 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# With the daemon running on real KSM: a process that churns its address
+# space (a thread looping mmap/munmap of 256 MiB) beside 64 MiB of its own
+# unique mergeable pages stalls ksmd on its mmap_lock while yielding
+# nothing. The burst's contention window must attribute ksmd's waits to it
+# and the controller must exclude it through the merge actuator, because its
+# policy says Mode=auto; a second such process under Mode=always must keep
+# merging. Both re-check their memory every second (--verify): the
+# injection must change nothing they can see. Knobs are restored on SIGTERM.
+set -u
+. "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+
+tmp=$(mktemp -d)
+daemon_pid=
+cleanup() {
+        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        exec 7>&- 8>&- 2>/dev/null
+        wait 2>/dev/null
+        rm -rf "$tmp"
+}
+trap 'cleanup; ksm_guard_restore' EXIT
+fail() {
+        echo "--- daemon log, without classification and tick lines" >&2
+        grep -vE 'leave-alone|wait by|tick:' "$tmp/log" | tail -60 >&2
+        echo "FAIL: $*" >&2
+        exit 1
+}
+
+tracefs=/sys/kernel/tracing
+[ -d "$tracefs/events" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null
+if [ ! -d "$tracefs/events/mmap_lock" ]; then
+        echo "SKIP: no mmap_lock tracepoints: contention cannot be attributed" >&2
+        exit 77
+fi
+
+echo 0 > $KSM/run
+echo 100 > $KSM/pages_to_scan
+echo 20 > $KSM/sleep_millisecs
+echo none > $KSM/advisor_mode
+before=$(ksm_guard_knobs_now)
+
+mkdir -p "$tmp/run" "$tmp/policy.d"
+# First match wins, in lexical order. MinAge keeps the daemon from switching
+# merging on for either: they mark their own memory.
+cat > "$tmp/policy.d/40-always.policy" <<'POLICY'
+[Match]
+Cmdline=*--seed 32*
+[Merge]
+Mode=always
+MinAge=1h
+POLICY
+cat > "$tmp/policy.d/50-auto.policy" <<'POLICY'
+[Match]
+Comm=ksm-workload
+[Merge]
+Mode=auto
+Method=any
+MinAge=1h
+POLICY
+cat > "$tmp/k.conf" <<CONF
+[Daemon]
+Interval=1s
+RuntimeDirectory=$tmp/run
+PolicyDirectories=$tmp/policy.d
+LogLevel=debug
+CONF
+"$KSMTUNED2" --config "$tmp/k.conf" 2>"$tmp/log" &
+daemon_pid=$!
+for _ in $(seq 50); do [ "$(cat $KSM/run)" = 1 ] && break; sleep 0.1; done
+[ "$(cat $KSM/run)" = 1 ] || fail "daemon did not start ksmd"
+
+mergeable() { awk '/^ksm_mergeable:/ {print $2}' "/proc/$1/ksm_stat"; }
+# Starts a contender on fd $1 with seed $2, output in $3; sets pid. It exits
+# when its stdin closes.
+contender=(--unique 65536 --copies 1 --verify --churn-threads 1 --churn-mib 256)
+start_contender() {
+        eval "exec $1> >(exec \"\$KSM_WORKLOAD\" \"\${contender[@]}\" --seed $2 > $3)"
+        for _ in $(seq 100); do grep -q ready "$3" 2>/dev/null && break; sleep 0.05; done
+        pid=$(awk '/ready/ {print $2}' "$3")
+        [ -n "$pid" ] || fail "contender (seed $2) did not start"
+        ksm_guard_track "$pid"
+        [ "$(mergeable "$pid")" = yes ] || fail "contender $pid did not mark its memory mergeable"
+}
+alive_untouched() {
+        kill -0 "$1" 2>/dev/null || fail "contender $1 died (memory changed under it?)"
+        [ "$(awk '/^State:/ {print $2}' /proc/$1/status)" != T ] || fail "contender $1 left stopped"
+        [ "$(awk '/^TracerPid:/ {print $2}' /proc/$1/status)" = 0 ] || fail "contender $1 left traced"
+}
+
+start_contender 7 31 "$tmp/auto"; auto_pid=$pid
+excluded=
+for _ in $(seq 200); do
+        grep -q "pid $auto_pid (ksm-workload): method inject: disabled" "$tmp/log" && { excluded=1; break; }
+        sleep 0.1
+done
+grep -E 'contention window|excluding' "$tmp/log" | head -4
+[ -n "$excluded" ] || fail "the Mode=auto contender was not excluded within 20 s"
+grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on its mmap lock, 0 pages merged" \
+        "$tmp/log" || fail "exclusion without its reason"
+[ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender still has mergeable memory"
+alive_untouched "$auto_pid"
+echo "excluded: $(grep -o "excluding pid $auto_pid .*" "$tmp/log" | head -1)"
+
+# It goes (stdin closed), so the next one contends alone, as this one did.
+exec 7>&-
+for _ in $(seq 100); do kill -0 "$auto_pid" 2>/dev/null || break; sleep 0.05; done
+
+# The Mode=always one is judged the same way and never taken out.
+start_contender 8 32 "$tmp/always"; always_pid=$pid
+judged=
+for _ in $(seq 200); do
+        grep -q "pid $always_pid: excluding .*not done: its policy says Mode=always" "$tmp/log" && { judged=1; break; }
+        sleep 0.1
+done
+[ -n "$judged" ] || fail "the Mode=always contender was not judged a contender within 20 s"
+grep -q "pid $always_pid (ksm-workload): method inject: disabled" "$tmp/log" && fail "Mode=always process excluded"
+[ "$(mergeable "$always_pid")" = yes ] || fail "Mode=always process lost its mergeable memory"
+alive_untouched "$always_pid"
+echo "Mode=always contender judged and kept"
+
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
+[ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
+after=$(ksm_guard_knobs_now)
+[ "$before" = "$after" ] || fail "knobs differ after SIGTERM: before [$before] after [$after]"
+echo "SIGTERM: knobs restored"
