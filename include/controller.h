@@ -14,6 +14,10 @@
  * every decision with its reason. Pure: no I/O, no clock; its state lives
  * in Controller between ticks.
  *
+ *   hold      processes entering KSM one after another (less than
+ *             ARRIVAL_GAP apart): the burst waits for them to pause, for at
+ *             most ARRIVAL_MAX_HOLD from the first, since every pass over
+ *             memory that is still arriving is done again once it is in;
  *   burst     new mergeable memory (an mm entered KSM, the process table or
  *             ksmd's rmap items grew) or a maintenance scan that found new
  *             sharing: scan at BurstCpu of a core, from a CPU allowance
@@ -84,6 +88,13 @@ typedef struct Controller {
         bool advisor_switched_off;      /* we wrote advisor_mode=none */
         bool advisor_seen_off;          /* and saw it take effect */
         bool advisor_left;              /* pages_to_scan belongs to the advisor */
+
+        /* arrivals: processes entering KSM one after another */
+        uint64_t last_enter_usec;       /* the latest ksm_enter taken into account */
+        uint64_t stream_start_usec;     /* first ksm_enter of the current stream of them */
+        uint64_t hold_until_usec;       /* bursting waits until then for the stream to pause */
+        bool held;                      /* the knobs are the held ones */
+        uint64_t decided_usec;          /* the latest decision */
 
         Exclusion exclusions[CONTROLLER_MAX_EXCLUSIONS];
         size_t n_exclusions;

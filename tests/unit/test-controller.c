@@ -243,6 +243,61 @@ static void test_recorded_s4_settles(void **state) {
         assert_int_equal(y.c.mode, TUNE_MODE_BURST);
 }
 
+/* Processes entering KSM one after another: the burst holds (maintenance
+ * knobs) while they keep coming, bursts once they pause, and never holds
+ * longer than ARRIVAL_MAX_HOLD (5 s) from the first. */
+static void test_arrivals_hold_the_burst(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
+
+        /* the first bursts at once */
+        model_note_ksm_enter(&x.m, x.s.time_usec, 100, "vm");
+        sim_step(&x, 5 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
+        double burst = planned_rate(&x);
+
+        /* the second 200 ms later: held */
+        model_note_ksm_enter(&x.m, x.s.time_usec + 195 * MS, 101, "vm");
+        sim_step(&x, 200 * MS, 50000, 0, 0, 20000, 40 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_true(decided(&x, "holding the burst: pid 101 (vm) entered KSM"));
+        assert_true(planned_rate(&x) < burst / 10);
+        /* the next tick is when the hold ends, not a burst tick later */
+        uint64_t next = controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC);
+        assert_true(next <= 250 * MS && next >= 190 * MS);
+
+        /* a third, 200 ms on: still held */
+        model_note_ksm_enter(&x.m, x.s.time_usec + 195 * MS, 102, "vm");
+        sim_step(&x, 200 * MS, 0, 0, 0, 0, 0);
+        assert_true(planned_rate(&x) < burst / 10);
+        /* 400 ms without an arrival: the burst goes on at full rate */
+        sim_step(&x, 450 * MS, 1000, 0, 0, 40000, 2 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
+        assert_true(planned_rate(&x) > burst / 2);
+
+        /* an endless stream of arrivals holds for 5 s at most */
+        Sim y;
+        sim_init(&y);
+        sim_step(&y, 5 * SEC, 0, 0, 0, 0, 0);
+        uint64_t first = y.s.time_usec;
+        bool bursting_again = false;
+        for (int i = 0; i < 60; i++) {
+                model_note_ksm_enter(&y.m, y.s.time_usec, 200 + i, "fork");
+                sim_step(&y, 200 * MS, 1000, 0, 0, 1000, 1000 * 1000);
+                assert_int_equal(y.c.mode, TUNE_MODE_BURST);
+                if (i > 0 && y.last_pages == y.cfg.max_pages_to_scan) {
+                        bursting_again = true;
+                        assert_true(y.s.time_usec - first >= 5 * SEC);
+                        assert_true(y.s.time_usec - first <= 6 * SEC);
+                        break;
+                }
+        }
+        assert_true(bursting_again);
+}
+
 static void test_idle_stop(void **state) {
         Sim x;
         sim_init(&x);
@@ -571,6 +626,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_burst_decays),
                 cmocka_unit_test(test_recorded_s4_settles),
+                cmocka_unit_test(test_arrivals_hold_the_burst),
                 cmocka_unit_test(test_idle_stop),
                 cmocka_unit_test(test_no_flapping_under_noise),
                 cmocka_unit_test(test_burst_ignores_cost_noise),
