@@ -121,6 +121,12 @@ int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k
                 if (r < 0)
                         log_debug_errno(r, "Cannot persist knob journal %s: %m", j->state_path);
         }
+        /* A write of run (and of max_page_sharing, merge_across_nodes)
+         * takes ksmd's ksm_thread_mutex, which ksmd holds for a whole batch:
+         * measured on 6.18, run=0 written during a 100000-page batch of
+         * unique pages blocked 360-620 ms. The controller changes run only
+         * between idle (small batches) and burst (ksmd stopped), and
+         * pages_to_scan/sleep_millisecs never block (1.5 ms). */
         r = ksm_sysfs_write(root, k, value);
         return r < 0 ? r : 1;
 }
