@@ -54,6 +54,8 @@ typedef struct ModelContender {
         double write_locks_per_sec;
         double write_hold_fraction;     /* of the window, this mm write-locked */
         int64_t merging_pages;          /* its ksm_merging_pages, -1 unknown (filled by the caller) */
+        bool entered_seen;              /* its ksm_enter came while the daemon watched */
+        uint64_t entered_full_scans;    /* full_scans as of then */
 } ModelContender;
 
 typedef struct Model {
@@ -125,6 +127,7 @@ typedef struct Model {
         /* contention */
         KsmLockCore lock_core;
         uint64_t window_usec;           /* when the latest window ended, 0 never */
+        uint64_t window_full_scans;     /* full_scans as of then */
         double window_ksmd_blocked_fraction;
         uint64_t window_lost_events;
         ModelContender contenders[MODEL_MAX_CONTENDERS];

@@ -199,6 +199,12 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                  * "little". */
                 if (x->merging_pages < 0 || (uint64_t) x->merging_pages > cfg->exclude_max_merging_pages)
                         continue;
+                /* A page merges on its second look at the earliest: until
+                 * two full scans after a process entered KSM, "0 pages
+                 * merged" says nothing (seen in S3, the victim churning its
+                 * own mm: excluded before it merged, never merged). */
+                if (x->entered_seen && m->window_full_scans < x->entered_full_scans + 2)
+                        continue;
                 if (exclusion_find(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
                         continue;
 

@@ -217,6 +217,7 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                 wall_nsec = (double) ksmd_span;
 
         m->window_usec = now_usec;
+        m->window_full_scans = m->full_scans;
         m->window_lost_events = w->lost_events;
         m->window_ksmd_blocked_fraction = MIN(1.0, (double) w->ksmd_wait_nsec / wall_nsec);
 

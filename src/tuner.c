@@ -35,6 +35,9 @@
  * a scan's end is no moment to catch. */
 #define SCAN_END_MIN_GAP_USEC (20 * USEC_PER_MSEC)
 
+/* Recent ksm_enter events, for the contenders' age in full scans. */
+#define RECENT_ENTERS 64
+
 struct Tuner {
         sd_event *event;
         Root *root;
@@ -58,6 +61,11 @@ struct Tuner {
         KsmLockCore logged_core;
         uint64_t created_usec;
         uint64_t lost_logged;
+        struct {
+                int pid;
+                uint64_t full_scans;
+        } enters[RECENT_ENTERS];
+        unsigned n_enters;              /* ring: the newest at (n_enters - 1) % RECENT_ENTERS */
 };
 
 static void on_trace_event(const TraceEvent *e, void *userdata) {
@@ -91,6 +99,9 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                 if (root_open_pid_dir(t->root, pid, &dfd) >= 0 && read_one_line_at(dfd, "comm", &c) >= 0)
                         strscpy(comm, sizeof comm, c);
                 model_note_ksm_enter(&t->model, now_usec(CLOCK_MONOTONIC), pid, comm);
+                t->enters[t->n_enters % RECENT_ENTERS].pid = pid;
+                t->enters[t->n_enters % RECENT_ENTERS].full_scans = t->model.full_scans;
+                t->n_enters++;
                 log_debug("ksm_enter: pid %d (%s) made memory mergeable", pid, comm);
                 if (t->wake)
                         t->wake(t->userdata);
@@ -123,6 +134,11 @@ static void contender_facts(Tuner *t, ModelContender *x) {
         }
         if (procfs_read_ksm_merging_pages(dfd, &pages) >= 0)
                 x->merging_pages = (int64_t) pages;
+        for (unsigned i = 0; i < MIN(t->n_enters, (unsigned) RECENT_ENTERS); i++)
+                if (t->enters[i].pid == x->pid && (!x->entered_seen || t->enters[i].full_scans > x->entered_full_scans)) {
+                        x->entered_seen = true;
+                        x->entered_full_scans = t->enters[i].full_scans;
+                }
 }
 
 static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {

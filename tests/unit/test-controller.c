@@ -504,6 +504,25 @@ static void test_contention_excludes_and_readmits(void **state) {
         x.m.contenders[0].merging_pages = 8192;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
+        /* nor one that entered KSM less than two full scans ago: its
+         * pages have not had their second look (merged or not) */
+        model_add_window(&x.m, contended_window(39, 903, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        x.m.contenders[0].merging_pages = 0;
+        uint64_t entered = x.m.full_scans;
+        x.m.contenders[0].entered_seen = true;
+        x.m.contenders[0].entered_full_scans = entered;
+        sim_step(&x, 5 * SEC, 10000, 1, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        /* two full scans after it entered, "0 pages merged" counts */
+        sim_step(&x, 5 * SEC, 10000, 1, 0, 0, 5000000);
+        model_add_window(&x.m, contended_window(39, 903, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        assert_int_equal(x.m.window_full_scans, entered + 2);
+        x.m.contenders[0].merging_pages = 0;
+        x.m.contenders[0].entered_seen = true;
+        x.m.contenders[0].entered_full_scans = entered;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].pid, 903);
         /* nor one whose yield is unknown, nor one below the threshold */
         model_add_window(&x.m, contended_window(39, 901, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
