@@ -39,11 +39,15 @@ typedef struct Verdict {
         bool needs_cmdline;             /* WAIT until the command line has been read */
 } Verdict;
 
+/* Whether the daemon may change merging for a process with this verdict at
+ * all: not when no policy matched or its policy says Method=none. NULL
+ * reason when it may. */
+const char *verdict_refuses_change(const Verdict *v);
 /* Whether the controller may exclude (disable) or readmit (enable) a
- * process with this verdict: only one a policy lets the daemon manage
- * (Mode=auto, a Method other than none); never takes a Mode=always process
- * out, never switches merging on for one whose policy no longer wants it
- * (Mode=never, or no policy since a reload). NULL reason when allowed. */
+ * process with this verdict: only one the daemon may change at all; never
+ * takes a Mode=always process out, never switches merging on for one whose
+ * policy no longer wants it (Mode=never, or no policy since a reload). NULL
+ * reason when allowed. */
 const char *verdict_refuses_controller(const Verdict *v, bool enable);
 
 /* What is known about one process (a thread group), by its pid. */

@@ -66,11 +66,14 @@ void manager_merge_collect(Manager *m) {
  * Discovery's own actions follow the verdict already. */
 static bool policy_allows(Manager *m, ProcessAction *a, bool from_controller) {
         Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), a->pid) : NULL;
-        const char *why = !p || p->start_time_ticks != a->start_time_ticks || !p->have_verdict ? "not classified"
-                          : from_controller ? verdict_refuses_controller(&p->verdict, a->action == MERGE_ACTION_ENABLE)
-                          : p->verdict.action == VERDICT_LEAVE_ALONE || p->verdict.method == MERGE_METHOD_NONE
-                                  ? "its policy does not let the daemon change it"
-                                  : NULL;
+        const char *why;
+
+        if (!p || p->start_time_ticks != a->start_time_ticks || !p->have_verdict)
+                why = "not classified";
+        else if (from_controller)
+                why = verdict_refuses_controller(&p->verdict, a->action == MERGE_ACTION_ENABLE);
+        else
+                why = verdict_refuses_change(&p->verdict);
         if (why) {
                 /* the controller logged its decision: say that it was not
                  * carried out, and why */

@@ -20,9 +20,16 @@ const char *verdict_action_to_string(VerdictAction a) {
         return (unsigned) a < _VERDICT_ACTION_MAX ? names[a] : "?";
 }
 
-const char *verdict_refuses_controller(const Verdict *v, bool enable) {
+const char *verdict_refuses_change(const Verdict *v) {
         if (v->action == VERDICT_LEAVE_ALONE || v->method == MERGE_METHOD_NONE)
                 return "its policy does not let the daemon change it";
+        return NULL;
+}
+
+const char *verdict_refuses_controller(const Verdict *v, bool enable) {
+        const char *why = verdict_refuses_change(v);
+        if (why)
+                return why;
         if (enable && v->action != VERDICT_MERGE)
                 return v->action == VERDICT_DONT_MERGE ? "its policy says Mode=never now"
                                                        : "its policy does not want merging yet";
