@@ -175,49 +175,58 @@ static void test_burst_decays(void **state) {
 /* Recorded on this machine (6.18, 2 cores) with the daemon's debug log: the
  * bench's S4, six processes of 256 MiB entering KSM one after another, 75%
  * of their pages identical across them. Ticks of 250 ms, plus one at the
- * end of a full scan (ksm:ksm_stop_scan). The burst must last until the
- * full scan that leaves nothing volatile and ends right there, without the
- * two confirming scans (~0.4 s of ksmd CPU each) BackoffFullScans asks for
- * when the counters cannot tell. */
+ * end of a full scan (ksm:ksm_stop_scan). */
+static const struct {
+        uint64_t scanned, full_scans;
+        int64_t sharing;
+        uint64_t rmap_items, volatile_pages;
+        double cpu_ms;
+} recorded_s4[] = {
+        { 65536, 1, 0, 65536, 65536, 55.4 },       { 22086, 0, 0, 65536, 43450, 57.0 },
+        { 32089, 0, 0, 65536, 11361, 111.0 },      { 11361, 1, 0, 65536, 0, 45.0 },
+        { 82338, 0, 0, 147874, 82338, 66.7 },      { 71495, 0, 0, 196608, 131073, 97.3 },
+        { 42775, 1, 0, 196608, 131072, 154.2 },    { 88031, 0, 0, 219098, 88026, 227.4 },
+        { 59142, 0, 16099, 262140, 114971, 144.7 }, { 36956, 0, 33053, 262143, 78016, 249.5 },
+        { 115871, 0, 37856, 327680, 131072, 238.9 }, { 27680, 1, 11296, 327680, 131072, 130.8 },
+        { 111042, 0, 45507, 327680, 85565, 222.6 }, { 148593, 0, 3645, 393216, 131073, 237.2 },
+        { 62013, 0, 49152, 393215, 71569, 239.5 },  { 55184, 1, 0, 393216, 81920, 46.1 },
+        { 151745, 0, 20670, 393214, 61248, 222.6 }, { 102013, 0, 28482, 393216, 16385, 237.4 },
+        { 134852, 0, 0, 393216, 4607, 238.4 },      { 4606, 1, 0, 393216, 0, 28.1 },
+};
+
+/* Replays recorded_s4 into x: the counters as recorded, the six ksm_enter
+ * events by the tick before which they came (an mm entering during a full
+ * scan is put behind ksmd's cursor and met, rmap items growing, in the scan
+ * after: mm/ksm.c __ksm_enter), and with late_enter a seventh process
+ * entering during the last scan. The burst lasts up to the last tick. */
+static void replay_recorded_s4(Sim *x, bool late_enter) {
+        static const unsigned enters_before[ELEMENTSOF(recorded_s4)] = { [0] = 1, [3] = 2, [6] = 2, [11] = 1 };
+        KsmState *k = &x->s.ksm;
+
+        for (size_t i = 0; i < ELEMENTSOF(recorded_s4); i++) {
+                bool last = i + 1 == ELEMENTSOF(recorded_s4);
+                for (unsigned n = 0; n < enters_before[i]; n++)
+                        model_note_ksm_enter(&x->m, x->s.time_usec, (int) (100 + i), "ksm-workload");
+                if (last && late_enter)
+                        model_note_ksm_enter(&x->m, x->s.time_usec, 999, "late");
+                k->value[KSM_PAGES_SHARING] += (uint64_t) recorded_s4[i].sharing;
+                k->value[KSM_PAGES_VOLATILE] = recorded_s4[i].volatile_pages;
+                k->value[KSM_PAGES_UNSHARED] = recorded_s4[i].rmap_items - recorded_s4[i].volatile_pages -
+                                               k->value[KSM_PAGES_SHARING];
+                sim_step(x, last ? 12 * MS : 250 * MS, recorded_s4[i].scanned, recorded_s4[i].full_scans, 0, 0,
+                         (uint64_t) (recorded_s4[i].cpu_ms * 1e6));
+                if (!last)
+                        assert_true(x->c.mode == TUNE_MODE_BURST || x->c.mode == TUNE_MODE_DECAY);
+        }
+}
+
+/* The burst must last until the full scan that leaves nothing volatile and
+ * end right there, without the two confirming scans (~0.4 s of ksmd CPU
+ * each) BackoffFullScans asks for when the counters cannot tell. */
 static void test_recorded_s4_settles(void **state) {
-        static const struct {
-                uint64_t scanned, full_scans;
-                int64_t sharing;
-                uint64_t rmap_items, volatile_pages;
-                double cpu_ms;
-        } rec[] = {
-                { 65536, 1, 0, 65536, 65536, 55.4 },       { 22086, 0, 0, 65536, 43450, 57.0 },
-                { 32089, 0, 0, 65536, 11361, 111.0 },      { 11361, 1, 0, 65536, 0, 45.0 },
-                { 82338, 0, 0, 147874, 82338, 66.7 },      { 71495, 0, 0, 196608, 131073, 97.3 },
-                { 42775, 1, 0, 196608, 131072, 154.2 },    { 88031, 0, 0, 219098, 88026, 227.4 },
-                { 59142, 0, 16099, 262140, 114971, 144.7 }, { 36956, 0, 33053, 262143, 78016, 249.5 },
-                { 115871, 0, 37856, 327680, 131072, 238.9 }, { 27680, 1, 11296, 327680, 131072, 130.8 },
-                { 111042, 0, 45507, 327680, 85565, 222.6 }, { 148593, 0, 3645, 393216, 131073, 237.2 },
-                { 62013, 0, 49152, 393215, 71569, 239.5 },  { 55184, 1, 0, 393216, 81920, 46.1 },
-                { 151745, 0, 20670, 393214, 61248, 222.6 }, { 102013, 0, 28482, 393216, 16385, 237.4 },
-                { 134852, 0, 0, 393216, 4607, 238.4 },      { 4606, 1, 0, 393216, 0, 28.1 },
-        };
-        /* The six ksm_enter events, by the tick before which they came: an
-         * mm entering during a full scan is put behind ksmd's cursor and met
-         * (rmap items grow) in the scan after (mm/ksm.c __ksm_enter). */
-        static const unsigned enters_before[ELEMENTSOF(rec)] = { [0] = 1, [3] = 2, [6] = 2, [11] = 1 };
-        KsmState *k;
         Sim x;
         sim_init(&x);
-        k = &x.s.ksm;
-        for (size_t i = 0; i < ELEMENTSOF(rec); i++) {
-                for (unsigned n = 0; n < enters_before[i]; n++)
-                        model_note_ksm_enter(&x.m, x.s.time_usec, (int) (100 + i), "ksm-workload");
-                bool last = i + 1 == ELEMENTSOF(rec);
-                k->value[KSM_PAGES_SHARING] += (uint64_t) rec[i].sharing;
-                k->value[KSM_PAGES_VOLATILE] = rec[i].volatile_pages;
-                k->value[KSM_PAGES_UNSHARED] = rec[i].rmap_items - rec[i].volatile_pages -
-                                               k->value[KSM_PAGES_SHARING];
-                sim_step(&x, last ? 12 * MS : 250 * MS, rec[i].scanned, rec[i].full_scans, 0, 0,
-                         (uint64_t) (rec[i].cpu_ms * 1e6));
-                if (!last)
-                        assert_true(x.c.mode == TUNE_MODE_BURST || x.c.mode == TUNE_MODE_DECAY);
-        }
+        replay_recorded_s4(&x, false);
         assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
         assert_true(decided(&x, "backing off: the last full scan left 0 B volatile and met no new memory "
                                 "(saving 960.0 MiB); maintenance: a full scan of 1.5 GiB every 2min"));
@@ -228,18 +237,7 @@ static void test_recorded_s4_settles(void **state) {
          * scan, so this one settles nothing */
         Sim y;
         sim_init(&y);
-        k = &y.s.ksm;
-        for (size_t i = 0; i < ELEMENTSOF(rec); i++) {
-                for (unsigned n = 0; n < enters_before[i]; n++)
-                        model_note_ksm_enter(&y.m, y.s.time_usec, (int) (100 + i), "ksm-workload");
-                if (i + 1 == ELEMENTSOF(rec))
-                        model_note_ksm_enter(&y.m, y.s.time_usec, 999, "late");
-                k->value[KSM_PAGES_SHARING] += (uint64_t) rec[i].sharing;
-                k->value[KSM_PAGES_VOLATILE] = rec[i].volatile_pages;
-                k->value[KSM_PAGES_UNSHARED] = rec[i].rmap_items - rec[i].volatile_pages -
-                                               k->value[KSM_PAGES_SHARING];
-                sim_step(&y, 250 * MS, rec[i].scanned, rec[i].full_scans, 0, 0, (uint64_t) (rec[i].cpu_ms * 1e6));
-        }
+        replay_recorded_s4(&y, true);
         assert_int_equal(y.c.mode, TUNE_MODE_BURST);
 }
 
