@@ -94,6 +94,14 @@ start_contender() {
         ksm_guard_track "$pid"
         [ "$(mergeable "$pid")" = yes ] || fail "contender $pid did not mark its memory mergeable"
 }
+# Waits up to 20 s for the daemon's log to hold a line matching $1.
+log_within_20s() {
+        for _ in $(seq 200); do
+                grep -q "$1" "$tmp/log" && return 0
+                sleep 0.1
+        done
+        return 1
+}
 alive_untouched() {
         kill -0 "$1" 2>/dev/null || fail "contender $1 died (memory changed under it?)"
         [ "$(awk '/^State:/ {print $2}' /proc/$1/status)" != T ] || fail "contender $1 left stopped"
@@ -102,13 +110,9 @@ alive_untouched() {
 
 start_contender 7 31 "$tmp/auto"; auto_pid=$pid
 start_daemon
-excluded=
-for _ in $(seq 200); do
-        grep -q "pid $auto_pid (ksm-workload): method inject: disabled" "$tmp/log" && { excluded=1; break; }
-        sleep 0.1
-done
+log_within_20s "pid $auto_pid (ksm-workload): method inject: disabled"; excluded=$?
 grep -E 'contention window|excluding' "$tmp/log" | head -4
-[ -n "$excluded" ] || fail "the Mode=auto contender was not excluded within 20 s"
+[ "$excluded" = 0 ] || fail "the Mode=auto contender was not excluded within 20 s"
 grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on its mmap lock, 0 pages merged" \
         "$tmp/log" || fail "exclusion without its reason"
 [ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender still has mergeable memory"
@@ -123,12 +127,8 @@ for _ in $(seq 100); do kill -0 "$auto_pid" 2>/dev/null || break; sleep 0.05; do
 # The Mode=always one is judged the same way and never taken out.
 start_contender 8 32 "$tmp/always"; always_pid=$pid
 start_daemon
-judged=
-for _ in $(seq 200); do
-        grep -q "pid $always_pid: excluding .*not done: its policy says Mode=always" "$tmp/log" && { judged=1; break; }
-        sleep 0.1
-done
-[ -n "$judged" ] || fail "the Mode=always contender was not judged a contender within 20 s"
+log_within_20s "pid $always_pid: excluding .*not done: its policy says Mode=always" ||
+        fail "the Mode=always contender was not judged a contender within 20 s"
 grep -q "pid $always_pid (ksm-workload): method inject: disabled" "$tmp/log" && fail "Mode=always process excluded"
 [ "$(mergeable "$always_pid")" = yes ] || fail "Mode=always process lost its mergeable memory"
 alive_untouched "$always_pid"
