@@ -6,7 +6,7 @@
  *     1 s tick) measured in the same run;
  *  2. the time to scan and classify 10,000 processes at start, against
  *     `ps -e -o pid,ppid,uid,rss,comm,cgroup` reading the same facts;
- *  3. the daemon's (build/src/ksmtuned2 --dry-run) CPU and RSS while 500
+ *  3. the daemon's (build/src/daemon/ksmtuned2 --dry-run) CPU and RSS while 500
  *     processes a second are born and die, against what the storm itself
  *     costs, and idle.
  *
@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "discovery.h"
+#include "fileio.h"
 #include "log.h"
 #include "root.h"
 #include "util.h"

@@ -21,7 +21,7 @@ Peers, each started from the same reset state (run=0, kernel defaults):
   advisor     run=1, advisor_mode=scan-time with its default knobs
   ksmtuned    the classic ksmtuned algorithm, from its documentation (see
               ClassicKsmtuned)
-  ksmtuned2   build/src/ksmtuned2 with a bench configuration in a temp dir
+  ksmtuned2   build/src/daemon/ksmtuned2 with a bench configuration in a temp dir
 
 Safety: KSM is global. Every scenario runs under the KSM test lock
 (tests/lib/ksm-guard.sh's lock file), every knob is saved first and put back

@@ -7,7 +7,7 @@
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
-KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl}
+KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 daemon_pid=

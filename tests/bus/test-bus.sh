@@ -17,7 +17,7 @@ command -v promtool >/dev/null || { echo "FAIL: no promtool: .ci/install-deps in
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
 
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
-KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl}
+KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 MEMBERS="$SOURCE_ROOT/tests/bus/introspect-members.py"
 IFACE=org.ksmtuned2.Manager1
 tmp=$(mktemp -d)

@@ -7,7 +7,7 @@
 
 #include "cgroupfs.h"
 #include "fuzz.h"
-#include "policy.h"
+#include "policy-load.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         char *text = fuzz_text(data, size), *path = (char *) 1, *s;

@@ -7,7 +7,7 @@
 #include <errno.h>
 
 #include "fuzz.h"
-#include "tracefs.h"
+#include "contention.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         static ContentionWindow w; /* 30 KiB: not on the stack */

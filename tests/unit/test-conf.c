@@ -10,6 +10,7 @@
 
 #include "conf.h"
 #include "fake-tree.h"
+#include "fileio.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "conf.h"
+#include "fileio.h"
 #include "log.h"
 #include "util.h"
 

@@ -12,7 +12,8 @@
 
 #include "classify.h"
 #include "fake-tree.h"
-#include "policy.h"
+#include "fileio.h"
+#include "policy-load.h"
 #include "util.h"
 
 static FakeTree tree;

@@ -8,7 +8,7 @@
 #include <cmocka.h>
 
 #include "fake-tree.h"
-#include "process.h"
+#include "process-read.h"
 #include "root.h"
 #include "util.h"
 

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 #include <dirent.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "sandbox.h"
 #include "util.h"

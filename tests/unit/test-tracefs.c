@@ -7,7 +7,7 @@
 #include <cmocka.h>
 
 #include "model.h"
-#include "tracefs.h"
+#include "contention.h"
 #include "util.h"
 
 static int parse(const char *line, TraceEvent *e) {

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "macro.h"
+
+/* Strict number parsing: the whole string (modulo trailing whitespace) must be
+ * a number in range, otherwise -EINVAL or -ERANGE. */
+int safe_atou64(const char *s, uint64_t *ret);
+int safe_atoi64(const char *s, int64_t *ret);
+int safe_atou(const char *s, unsigned *ret);
+int safe_atoi(const char *s, int *ret);
+int parse_boolean(const char *s); /* 1, 0 or -EINVAL */
+/* "5", "5s", "250ms", "2min", "1h", "1.5s"; a bare number is seconds. */
+int parse_timespan_usec(const char *s, uint64_t *ret);
+const char *format_timespan(char *buf, size_t n, uint64_t usec);
+const char *format_bytes(char *buf, size_t n, uint64_t bytes);
+
+/* Makes room for need elements of size bytes in the array *p, which has
+ * room for *n_alloc: doubles it (from min_alloc) when full. -ENOMEM on
+ * failure or when the size would overflow; *p stays as it was then. */
+int greedy_realloc(void **p, size_t *n_alloc, size_t need, size_t size, size_t min_alloc);
+
+/* NULL-terminated string vectors. */
+char **strv_free(char **l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(char **, strv_free);
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+size_t strv_length(char *const *l);
+int strv_split_whitespace(const char *s, char ***ret);
+int strv_push(char ***l, char *value); /* takes value, frees it on failure */
+/* Appends the strings of add and frees its array; takes add, frees all of it on failure. */
+int strv_push_all(char ***l, char **add);
+bool strv_contains(char *const *l, const char *s);
+
+char *strstrip(char *s);
+bool startswith(const char *s, const char *prefix);
+/* Where suffix starts in s, NULL when s does not end with it. */
+char *endswith(const char *s, const char *suffix);
+/* Copies src into a fixed buffer, always terminating. */
+void strscpy(char *dst, size_t n, const char *src);
+
+uint64_t now_usec(clockid_t clock);
+/* The page size, PAGE_SIZE_DEFAULT should sysconf fail. */
+uint64_t page_size(void);
+
+/* Length of the valid UTF-8 sequence at s (1-4), 0 when s does not start one
+ * (overlong forms and surrogates included). */
+size_t utf8_sequence_length(const char *s);
+/* Whether all of s is valid UTF-8 (D-Bus refuses strings that are not). */
+bool utf8_is_valid(const char *s);
+/* A copy of s with every byte that is not part of valid UTF-8 replaced by
+ * U+FFFD; NULL on ENOMEM. */
+char *utf8_make_valid(const char *s);
+
+/* ASCII-only printable copy (control characters as \xNN), for logging names
+ * that come from untrusted sources such as a process's comm. */
+char *cescape(const char *s);

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The trace events the daemon reads (tracefs.h opens and reads the
+ * instance) and what one sampled window of them says about who keeps ksmd
+ * waiting: parsing and accounting, no I/O. */
+
+typedef enum TraceEventType {
+        TRACE_EVENT_START_LOCKING,      /* mmap_lock:mmap_lock_start_locking */
+        TRACE_EVENT_ACQUIRE_RETURNED,   /* mmap_lock:mmap_lock_acquire_returned */
+        TRACE_EVENT_RELEASED,           /* mmap_lock:mmap_lock_released */
+        TRACE_EVENT_KSM_ENTER,          /* ksm:ksm_enter */
+        TRACE_EVENT_KSM_EXIT,           /* ksm:ksm_exit */
+        TRACE_EVENT_KSM_STOP_SCAN,      /* ksm:ksm_stop_scan: ksmd finished a full scan */
+        TRACE_EVENT_LOST,               /* "CPU:1 [LOST 42 EVENTS]" */
+        _TRACE_EVENT_MAX,
+} TraceEventType;
+
+typedef struct TraceEvent {
+        TraceEventType type;
+        char comm[17];                  /* as the trace printed it; may be "<...>" */
+        int pid;                        /* the thread (common_pid) */
+        int tgid;                       /* its process, -1 without options/record-tgid */
+        unsigned cpu;
+        uint64_t time_nsec;             /* trace clock */
+        uint64_t mm;                    /* %p of the mm: hashed, but stable within a boot */
+        uint64_t memcg_id;
+        bool write;
+        bool success;                   /* acquire_returned only */
+        uint64_t lost;                  /* TRACE_EVENT_LOST: events the ring dropped */
+        uint64_t seq;                   /* ksm_stop_scan: the scan's sequence number */
+        uint64_t rmap_entries;          /* ksm_stop_scan: ksm_rmap_items at its end */
+} TraceEvent;
+
+/* Parses one line of an instance's trace or trace_pipe, with or without the
+ * tgid column:
+ *   "  comm-812  (  810) [001] d..1. 1146.520942: mmap_lock_acquire_returned: mm=00000000906725b4 memcg_id=3665 write=true success=true"
+ * Returns 0 and fills ret, -ENOMSG for a comment line or an event this code
+ * does not use, -EINVAL for anything else. Pure: no allocation, no I/O, any
+ * input (the fuzz target feeds it garbage). */
+int tracefs_parse_line(const char *line, size_t len, TraceEvent *ret);
+
+/* What one sampled window of mmap_lock events showed, per mm. */
+typedef struct LockHolder {
+        uint64_t mm;
+        int tgid;                       /* of a writer seen on it, -1 unknown */
+        uint64_t memcg_id;
+        char comm[17];
+        uint64_t write_locks;
+        uint64_t write_hold_nsec;       /* from acquire to release, paired per thread */
+        uint64_t ksmd_locks;            /* ksmd's acquisitions of this mm */
+        uint64_t ksmd_waits;            /* of those, ones that had to wait (>= ContendedNsec) */
+        uint64_t ksmd_wait_nsec;        /* start_locking -> acquire_returned */
+        uint64_t ksmd_trylock_failures; /* success=false: a trylock-patched ksmd skipped it */
+} LockHolder;
+
+#define CONTENTION_MAX_HOLDERS 128
+#define CONTENTION_MAX_PENDING 256
+
+typedef struct ContentionWindow {
+        int ksmd_pid;
+        uint64_t first_nsec, last_nsec; /* trace clock of the first and last event */
+        uint64_t ksmd_first_nsec, ksmd_last_nsec; /* of ksmd's own events */
+        uint64_t events;
+        uint64_t lost_events;
+        uint64_t ksmd_start_locking;
+        uint64_t ksmd_acquired;
+        uint64_t ksmd_trylock_failures;
+        uint64_t ksmd_wait_nsec;
+        LockHolder holders[CONTENTION_MAX_HOLDERS];
+        size_t n_holders;
+        uint64_t dropped_holders;       /* mms past CONTENTION_MAX_HOLDERS */
+
+        /* pairing state: ksmd's open start_locking, writers' open locks by thread */
+        uint64_t ksmd_pending_mm, ksmd_pending_nsec;
+        bool ksmd_pending;
+        struct {
+                int pid;
+                uint64_t mm, since_nsec;
+        } pending[CONTENTION_MAX_PENDING];
+        size_t n_pending;
+} ContentionWindow;
+
+/* A ksmd wait shorter than this is the uncontended fast path plus trace
+ * overhead, not contention (an uncontended down_read is well under 1 us). */
+#define CONTENTION_WAIT_THRESHOLD_NSEC UINT64_C(20000)
+
+void contention_window_init(ContentionWindow *w, int ksmd_pid);
+/* Accounts one parsed event. Pure. */
+void contention_window_add(ContentionWindow *w, const TraceEvent *e);
+/* Trace-clock span the events covered. */
+uint64_t contention_window_span_nsec(const ContentionWindow *w);
+/* The span ksmd's own events covered: when the ring overflowed (it keeps
+ * the newest events), the time its waits are a share of. */
+uint64_t contention_window_ksmd_span_nsec(const ContentionWindow *w);
+/* The holder that kept ksmd waiting longest (or failed most of its
+ * trylocks), NULL when ksmd never waited. */
+const LockHolder *contention_window_worst(const ContentionWindow *w);

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decisions.h"
+#include "model.h"
+#include "plan.h"
+#include "tuning-config.h"
+
+/* The controller: model + [Tuning] -> plan (knobs, per-process actions),
+ * every decision with its reason. Pure: no I/O, no clock; its state lives
+ * in Controller between ticks.
+ *
+ *   hold      processes entering KSM one after another (less than
+ *             ARRIVAL_GAP apart): the burst waits for them to pause, for at
+ *             most ARRIVAL_MAX_HOLD from the first, since every pass over
+ *             memory that is still arriving is done again once it is in;
+ *   burst     new mergeable memory (an mm entered KSM, the process table or
+ *             ksmd's rmap items grew) or a maintenance scan that found new
+ *             sharing: scan at BurstCpu of a core, from a CPU allowance
+ *             (BurstAllowance) refilled at the CPU budget;
+ *   decay     each full scan without new sharing halves the burst rate;
+ *             one that finds some restores it; after BackoffFullScans in a
+ *             row the burst ends ("backing off") and the controller goes to
+ *   maintain  one full scan per MaintenanceScanTime (shorter under memory
+ *             pressure), never above the CPU budget;
+ *   idle      IdleAfter without new sharing: the slowest rate, or run=0
+ *             (IdleMode=stop), which keeps merged pages merged.
+ *
+ * Rate limits: a rate is turned into pages_to_scan/sleep_millisecs from the
+ * measured ksmd CPU per page; the knobs change only when the rate moves by
+ * more than a quarter, rises at once but falls at most every BurstInterval
+ * (decay) or every 30 s otherwise, and a burst that scanning itself
+ * triggers waits a cooldown after the last back-off. */
+
+typedef enum TuneMode {
+        TUNE_MODE_MAINTAIN,
+        TUNE_MODE_BURST,
+        TUNE_MODE_DECAY,
+        TUNE_MODE_IDLE,
+        _TUNE_MODE_MAX,
+} TuneMode;
+
+const char *tune_mode_to_string(TuneMode m);
+
+#define CONTROLLER_MAX_DECISIONS 8
+#define CONTROLLER_MAX_EXCLUSIONS 32
+
+typedef struct ControllerDecision {
+        char kind[32];
+        char text[DECISION_TEXT_MAX];
+} ControllerDecision;
+
+typedef struct ControllerDecisions {
+        ControllerDecision d[CONTROLLER_MAX_DECISIONS];
+        size_t n;
+} ControllerDecisions;
+
+typedef struct Exclusion {
+        int pid;
+        uint64_t start_time_ticks;
+        uint64_t since_usec;
+        char comm[17];
+} Exclusion;
+
+typedef struct Controller {
+        TuneMode mode;
+        uint64_t mode_since_usec;
+        double rate_pages_per_sec;      /* what the knobs aim at */
+        bool have_knobs;
+        uint64_t knob_step;             /* scans_without_gain when the knobs were last set */
+        uint64_t pages_to_scan, sleep_ms;
+        bool run;
+        uint64_t last_change_usec;
+        uint64_t backoff_usec;          /* last end of a burst */
+        bool throttled;                 /* burst allowance spent */
+
+        double allowance_nsec;          /* ksmd CPU left for bursts */
+        uint64_t last_tick_usec;        /* model tick already accounted */
+
+        unsigned seen_entered;          /* ksm_enter events taken into account */
+        uint64_t seen_new_mergeable;    /* model->new_mergeable_total taken into account */
+        uint64_t last_window_usec;      /* trace window already judged */
+
+        bool advisor_switched_off;      /* we wrote advisor_mode=none */
+        bool advisor_seen_off;          /* and saw it take effect */
+        bool advisor_left;              /* pages_to_scan belongs to the advisor */
+
+        /* arrivals: processes entering KSM one after another */
+        uint64_t last_enter_usec;       /* the latest ksm_enter taken into account */
+        uint64_t stream_start_usec;     /* first ksm_enter of the current stream of them */
+        uint64_t hold_until_usec;       /* bursting waits until then for the stream to pause */
+        bool held;                      /* the knobs are the held ones */
+        uint64_t decided_usec;          /* the latest decision */
+
+        Exclusion exclusions[CONTROLLER_MAX_EXCLUSIONS];
+        size_t n_exclusions;
+} Controller;
+
+void controller_init(Controller *c, const TuningConfig *cfg, uint64_t now_usec);
+
+/* Memory need 0..1 from MemAvailable/MemTotal and PSI memory some avg10. */
+double controller_need(const Model *m, const TuningConfig *cfg);
+/* The long-run ksmd CPU budget, fraction of one core, for this need. */
+double controller_budget(const TuningConfig *cfg, double need);
+
+/* Turns a scan rate into knobs within the configured bounds. */
+void controller_knobs_for_rate(const TuningConfig *cfg, double rate_pages_per_sec, double cpu_nsec_per_page,
+                               uint64_t *ret_pages_to_scan, uint64_t *ret_sleep_ms);
+
+/* One decision step. Knobs go into plan->knobs, process actions are
+ * appended to plan, reasons into d. -ENOMEM. */
+int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, uint64_t now_usec, Plan *plan,
+                      ControllerDecisions *d);
+
+/* When the next tick is due: BurstInterval while bursting or decaying,
+ * default_usec otherwise. */
+uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec);
+

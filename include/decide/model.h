@@ -1,0 +1,156 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "contention.h"
+#include "snapshot.h"
+
+/* What the controller knows about ksmd's work: history and rates computed
+ * from snapshots, plus what the trace windows and the process table add.
+ * Pure: no I/O, no clock (times come in with the inputs). */
+
+#define MODEL_HISTORY 64
+#define MODEL_MAX_CONTENDERS 16
+
+/* The rates of one tick (between two snapshots). */
+typedef struct ModelTick {
+        uint64_t time_usec;
+        uint64_t dt_usec;
+        uint64_t scanned_pages;         /* delta pages_scanned */
+        uint64_t skipped_pages;         /* delta pages_skipped (smart_scan) */
+        uint64_t full_scans;            /* delta full_scans */
+        int64_t sharing_delta;          /* delta pages_sharing: new sharing */
+        int64_t rmap_delta;             /* delta rmap_items: memory ksmd met for the first time (or lost) */
+        uint64_t ksmd_cpu_nsec;
+        uint64_t samples;               /* ksmd state samples */
+        double blocked_fraction;        /* of them, in D on an mmap lock */
+        bool run;                       /* run == 1 at the end of the tick */
+} ModelTick;
+
+/* How this kernel's ksmd takes mmap locks, as the trace windows show it. */
+typedef enum KsmLockCore {
+        KSM_LOCK_CORE_UNKNOWN,
+        KSM_LOCK_CORE_BLOCKING,         /* stock: mmap_read_lock per scanned page, waits behind writers */
+        KSM_LOCK_CORE_TRYLOCK,          /* trylock patch: contended mms are skipped (success=false) */
+        KSM_LOCK_CORE_PER_VMA,          /* per-VMA locks: far fewer mmap locks than scanned pages */
+        _KSM_LOCK_CORE_MAX,
+} KsmLockCore;
+
+const char *ksm_lock_core_to_string(KsmLockCore c);
+
+/* A process whose mmap lock ksmd waited for (or failed to trylock) in the
+ * latest trace window. */
+typedef struct ModelContender {
+        int pid;                        /* tgid */
+        uint64_t start_time_ticks;      /* filled by the caller from stat, 0 unknown */
+        uint64_t memcg_id;
+        char comm[17];
+        double ksmd_blocked_fraction;   /* of the window's wall time, ksmd waiting for this mm */
+        double trylock_failure_fraction;/* of ksmd's tries on this mm */
+        uint64_t ksmd_trylock_failures;
+        double write_locks_per_sec;
+        double write_hold_fraction;     /* of the window, this mm write-locked */
+        int64_t merging_pages;          /* its ksm_merging_pages, -1 unknown (filled by the caller) */
+        bool entered_seen;              /* its ksm_enter came while the daemon watched */
+        uint64_t entered_full_scans;    /* full_scans as of then */
+} ModelContender;
+
+typedef struct Model {
+        uint64_t page_size;
+
+        /* the previous snapshot's counters */
+        bool have_last;
+        uint64_t last_time_usec;
+        uint64_t last_scanned, last_skipped, last_full_scans, last_cpu_nsec;
+        int64_t last_sharing, last_rmap;
+
+        ModelTick ticks[MODEL_HISTORY]; /* ring, newest at (head - 1) */
+        size_t n_ticks, head;
+
+        /* the latest values */
+        uint64_t time_usec;
+        bool run;
+        bool advisor_scan_time;         /* advisor_mode=scan-time */
+        bool smart_scan;
+        uint64_t pages_to_scan, sleep_ms;
+        uint64_t pages_shared, pages_sharing, pages_unshared, pages_volatile;
+        uint64_t rmap_items;            /* pages ksmd tracks: the mergeable memory it has met */
+        uint64_t full_scans;
+
+        /* rates, exponentially averaged over ticks that had enough work */
+        double cpu_nsec_per_page;       /* ksmd CPU per scanned page; 0 until measured */
+        double sharing_per_page;        /* new sharing per scanned page */
+        double sharing_per_cpu_sec;     /* new sharing per ksmd CPU-second */
+        double full_scan_usec;          /* time per full scan; 0 until one was seen */
+        double ksmd_cpu_fraction;       /* latest tick: ksmd CPU / wall time */
+        double blocked_fraction;        /* averaged */
+
+        /* merge progress, counted in full scans */
+        int64_t scan_sharing_gain;      /* sharing gained since the last full scan ended */
+        int64_t scan_rmap_gain;         /* rmap items gained since then */
+        uint64_t scan_skipped;          /* pages smart_scan skipped since then */
+        uint64_t scans_without_gain;    /* consecutive full scans without new sharing or new memory */
+        uint64_t last_gain_usec;        /* when a full scan last paid */
+        int64_t last_scan_gain_pages;   /* sharing gained by the full scan(s) that ended last */
+        /* A full scan "settled" when it ended with fewer than min_gain_pages
+         * volatile pages, met no new memory, and nothing new was announced
+         * (ksm_enter, the process table) since the end of the scan before
+         * it: then every page ksmd knows had its second look with an
+         * unchanged checksum, every duplicate among them met in this pass's
+         * trees, and another pass can only find what changes later. A page
+         * smart_scan skips leaves the unstable tree and reads as volatile
+         * until its next look (seen on 6.18: volatile rose by a victim's
+         * 16384 unique pages per maintenance pass), so the pages skipped in
+         * the pass are allowed on top. */
+        bool last_scan_settled;
+        uint64_t settled_usec;          /* when a settled scan was last seen, 0 never */
+        uint64_t news;                  /* ksm_enter events and mergeable notes, ever */
+        uint64_t news_at_scan_end[2];   /* news when the latest two full scans were seen ending */
+        uint64_t min_gain_pages;        /* below this a scan "found nothing" (noise) */
+
+        /* newly mergeable memory */
+        uint64_t new_mergeable_total;   /* pages: rmap growth and announced memory, ever (monotonic) */
+        uint64_t new_mergeable_usec;    /* when it last grew */
+        uint64_t entered_usec;          /* last ksm_enter (0 never) */
+        unsigned entered_count;         /* ksm_enter events so far */
+        int entered_pid;
+        char entered_comm[17];
+
+        /* need */
+        double mem_available_ratio;     /* MemAvailable / MemTotal, 1 when unknown */
+        bool psi_present;
+        double psi_some_avg10, psi_full_avg10;
+
+        /* contention */
+        KsmLockCore lock_core;
+        uint64_t window_usec;           /* when the latest window ended, 0 never */
+        uint64_t window_full_scans;     /* full_scans as of then */
+        double window_ksmd_blocked_fraction;
+        uint64_t window_lost_events;
+        ModelContender contenders[MODEL_MAX_CONTENDERS];
+        size_t n_contenders;
+} Model;
+
+void model_init(Model *m, uint64_t page_size, uint64_t min_gain_pages);
+
+/* Takes one snapshot. */
+void model_update(Model *m, const Snapshot *s);
+
+/* ksm:ksm_enter: an mm became mergeable, in the context of pid. */
+void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm);
+/* Mergeable memory the process table saw appear (new or newly enabled
+ * processes), in pages. */
+void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages);
+
+/* A finished trace window of wall_usec, during which ksmd scanned
+ * scanned_pages (from pages_scanned before and after). */
+void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, uint64_t wall_usec,
+                      uint64_t scanned_pages);
+
+/* i = 0 is the newest tick, NULL past the end. */
+const ModelTick *model_tick(const Model *m, size_t i);
+/* ksmd CPU per scanned page, with a default until it was measured. */
+double model_cpu_nsec_per_page(const Model *m);

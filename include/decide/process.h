@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macro.h"
+#include "merge-method.h"
+#include "procfs-parse.h"
+
+/* The processes the daemon knows, with the facts classification needs and
+ * the verdict it reached. Filled on the event loop from files that never
+ * take the target's mmap_lock (stat, status, cgroup, exe, ksm_merging_pages);
+ * the ksm_stat figures arrive later from the off-loop reader (mm-reader.h).
+ * Only the event loop thread touches a ProcessTable. */
+
+typedef enum VerdictAction {
+        VERDICT_LEAVE_ALONE,    /* no policy matched (or Method=none): never touched */
+        VERDICT_MERGE,          /* a policy wants merging on, and its conditions hold */
+        VERDICT_WAIT,           /* a policy wants merging, but not yet (too small, too young) */
+        VERDICT_DONT_MERGE,     /* Mode=never: merging must be off */
+        _VERDICT_ACTION_MAX,
+} VerdictAction;
+
+const char *verdict_action_to_string(VerdictAction a); /* "leave-alone", "merge", "wait", "dont-merge" */
+
+#define VERDICT_REASON_MAX 192  /* same size as ProcessAction.reason */
+#define VERDICT_POLICY_MAX 256
+
+typedef struct Verdict {
+        VerdictAction action;
+        MergeMethod method;             /* from the policy's Method= */
+        bool always;                    /* Mode=always: the controller must not exclude it */
+        char policy_file[VERDICT_POLICY_MAX]; /* "" when no policy matched */
+        unsigned policy_line;           /* line of the [Match] section that matched */
+        char reason[VERDICT_REASON_MAX]; /* "anon RSS 12 MiB < MinAnonMiB=64" */
+        bool needs_cmdline;             /* WAIT until the command line has been read */
+} Verdict;
+
+/* Whether the daemon may change merging for a process with this verdict at
+ * all: not when no policy matched or its policy says Method=none. NULL
+ * reason when it may. */
+const char *verdict_refuses_change(const Verdict *v);
+/* Whether the controller may exclude (disable) or readmit (enable) a
+ * process with this verdict: only one the daemon may change at all; never
+ * takes a Mode=always process out, never switches merging on for one whose
+ * policy no longer wants it (Mode=never, or no policy since a reload). NULL
+ * reason when allowed. */
+const char *verdict_refuses_controller(const Verdict *v, bool enable);
+
+/* What is known about one process (a thread group), by its pid. */
+typedef struct Process {
+        int pid;
+        uint64_t start_time_ticks;      /* stat field 22: tells a reused pid apart */
+        uint64_t start_time_usec;       /* the same as CLOCK_BOOTTIME usec, for ages */
+        int ppid;
+        uid_t uid;                      /* real uid */
+        uid_t euid;                     /* effective uid */
+        char comm[64];                  /* from stat: may hold spaces and ')' */
+        char *exe;                      /* readlink of exe without " (deleted)"; NULL when unreadable
+                                         * (kernel thread, gone, no permission) */
+        char *cgroup;                   /* v2 path relative to the cgroup root, "" for the root; NULL when unknown */
+        char *unit;                     /* systemd unit the cgroup is in ("nginx.service"); NULL when none */
+        char *vm_name;                  /* libvirt/machined VM name from machine-qemu\x2dN\x2dNAME.scope; NULL */
+        bool kthread;
+        bool zombie_leader;             /* its main thread exited, other threads live on */
+        uint64_t rss_anon_kib;          /* status RssAnon */
+        unsigned threads;               /* status Threads */
+        int tracer_pid;                 /* status TracerPid, 0 when not traced */
+        char *cmdline;                  /* arguments joined by spaces; read off the loop, only when a
+                                         * policy has Cmdline=; NULL until then (or unreadable) */
+        bool cmdline_read;              /* the off-loop read of cmdline finished (cmdline may be NULL) */
+
+        /* KSM state of the process. ksm_merging_pages is lock-free and read
+         * on the loop; the rest comes from ksm_stat off the loop. */
+        uint64_t ksm_merging_pages;
+        bool ksm_stat_valid;            /* ksm_stat below has been read at least once */
+        ProcKsmStat ksm_stat;
+        uint64_t ksm_stat_usec;         /* CLOCK_MONOTONIC of that read */
+        bool slow;                      /* a read of an mmap_lock file overran its deadline */
+        uint64_t slow_since_usec;       /* CLOCK_MONOTONIC, 0 when not slow */
+
+        uint64_t facts_usec;            /* CLOCK_MONOTONIC of the last fact refresh */
+        uint64_t discovered_usec;       /* CLOCK_MONOTONIC when the daemon first saw it */
+        uint64_t generation;            /* resync mark: entries not seen in a full scan are gone */
+
+        bool have_verdict;
+        Verdict verdict;
+        uint64_t verdict_usec;          /* CLOCK_MONOTONIC when the verdict was reached */
+        bool verdict_logged;            /* announced at info level (once it outlived a tick) */
+        uint64_t action_planned_usec;   /* CLOCK_MONOTONIC of the last ProcessAction planned, 0 none */
+
+        /* The merge actuator's last outcome for it (merge.h), for status and the bus. */
+        char merge_outcome[192];        /* "method inject refused: EBUSY (already traced by pid 77)" */
+        int merge_outcome_kind;         /* MergeOutcomeKind */
+        uint64_t merge_outcome_usec;    /* CLOCK_MONOTONIC, 0 when none yet */
+} Process;
+
+/* Merging is on for the process as far as ksm_stat tells: whole-mm
+ * (PR_SET_MEMORY_MERGE) or some VMA marked MADV_MERGEABLE (QEMU guest RAM).
+ * -1 when ksm_stat is not known yet. */
+int process_merging_enabled(const Process *p);
+
+/* After an exec the mm and the command line are new: forget what was read
+ * from the old ones (ksm_stat, cmdline, a planned action). */
+void process_forget_exec_state(Process *p);
+
+/* Frees the strings of p and zeroes it. */
+void process_done(Process *p);
+
+/* pid -> Process, open hashing. Pointers stay valid until that pid is
+ * removed or the table is freed (entries are allocated one by one). */
+typedef struct ProcessTable ProcessTable;
+
+int process_table_new(ProcessTable **ret);
+ProcessTable *process_table_free(ProcessTable *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ProcessTable *, process_table_free);
+
+size_t process_table_size(const ProcessTable *t);
+Process *process_table_get(const ProcessTable *t, int pid);
+/* Returns the entry for pid, creating a zeroed one (pid set) when absent;
+ * *ret_created says which. -ENOMEM. */
+int process_table_ensure(ProcessTable *t, int pid, Process **ret, bool *ret_created);
+/* Removes and frees; returns true when pid was present. Inserting while
+ * iterating is not allowed (the table may grow). */
+bool process_table_remove(ProcessTable *t, int pid);
+/* Iteration: *iter starts at 0; returns NULL at the end. Removing the
+ * returned entry while iterating is allowed. */
+Process *process_table_next(const ProcessTable *t, size_t *iter);
+
+#define PROCESS_TABLE_FOREACH(p, t, i) for (size_t i = 0; ((p) = process_table_next((t), &i));)

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reading and writing files: the I/O half of what util.h was. */
+
+/* Reads a whole file below dirfd (at most max_size bytes, -EFBIG beyond) into
+ * a NUL-terminated buffer. */
+int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size);
+/* First line, without its newline. */
+int read_one_line_at(int dirfd, const char *path, char **ret);
+int read_u64_at(int dirfd, const char *path, uint64_t *ret);
+/* Writes the string with a single write(2) so the kernel's errno comes back. */
+int write_string_at(int dirfd, const char *path, const char *value);
+/* Atomic replace: write to a temporary file in the same directory, rename. */
+int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include "process.h"
+#include "root.h"
+
+/* Filling a Process (process.h) from /proc: only files that never take the
+ * target's mmap_lock. */
+
+/* Reads the lock-free facts of pid into p (which keeps its KSM and verdict
+ * fields when it already describes the same incarnation of that pid).
+ * -ESRCH when the process is gone (a zombie counts as gone: it is reaped
+ * without any event), -ENOMEM. */
+int process_read_facts(const Root *root, int pid, Process *p);
+
+/* A child just forked from parent (which is known): reads only what fork
+ * does not copy (stat: start time, ppid; cgroup: clone3 may place a child
+ * elsewhere) and takes exe, uids, anon RSS (shared copy-on-write pages count
+ * in both) and the command line from the parent. An exec event reads it all
+ * again. -ESRCH when gone, -ENOMEM. */
+int process_read_forked(const Root *root, int pid, const Process *parent, Process *p);
+
+/* The little a contention window cannot tell about the process behind an
+ * mm: its stat (start time against pid reuse, comm) and ksm_merging_pages
+ * (lock-free, unlike ksm_stat; UINT64_MAX when unreadable). -ESRCH. */
+int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *ret_merging_pages);

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "contention.h"
+#include "macro.h"
+#include "root.h"
+
+/* The mmap_lock and ksm tracepoints, read through a private tracefs instance
+ * (<tracefs>/instances/ksmtuned2: never the global buffer, which belongs to
+ * the administrator). Two uses:
+ *
+ *  - ksm:ksm_enter is enabled for the daemon's whole life: it fires once when
+ *    an mm first becomes mergeable (MADV_MERGEABLE or PR_SET_MEMORY_MERGE),
+ *    in the context of the task that asked, so the daemon learns of new
+ *    mergeable memory at once instead of waiting for ksmd to meet it.
+ *  - ksm:ksm_stop_scan too: ksmd ends its batch at the end of a full scan
+ *    and sleeps, so a decision taken right then (a burst that is over) is in
+ *    place before ksmd starts the next scan.
+ *  - mmap_lock:* are enabled only for short sampled windows, filtered to
+ *    ksmd's own lock calls and to write locks of everyone else: that says
+ *    which mm (and which process and memory cgroup) keeps ksmd waiting, and
+ *    which locking core the kernel has. */
+
+typedef struct Tracer Tracer;
+
+/* Creates (or replaces a stale) private instance below root's tracefs
+ * and enables ksm_enter there. When tracefs is not mounted and mount_ok,
+ * mounts it at <sys>/kernel/tracing first (only on the real root) and sets
+ * *ret_mounted. -ENOENT: no tracefs, -EOPNOTSUPP: no usable events. */
+int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted);
+/* Disables every event and removes the instance. */
+Tracer *tracer_free(Tracer *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Tracer *, tracer_free);
+
+/* "instances/ksmtuned2", or "instances/ksmtuned2-PID" when another daemon
+ * holds the first. */
+const char *tracer_name(const Tracer *t);
+/* The instance's trace_pipe, non-blocking: poll it for EPOLLIN. */
+int tracer_fd(const Tracer *t);
+bool tracer_has_mmap_lock_events(const Tracer *t);
+
+/* Reads what is buffered, at most budget_bytes, never blocking; calls cb
+ * for every line that parses. Returns bytes read, -errno. */
+typedef void (*TracerEventCallback)(const TraceEvent *e, void *userdata);
+int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata);
+
+/* Starts a window of mmap_lock events: ksmd's own lock calls, and write
+ * locks of every other task. */
+int tracer_window_start(Tracer *t, int ksmd_pid);
+int tracer_window_stop(Tracer *t);
+bool tracer_window_active(const Tracer *t);

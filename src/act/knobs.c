@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "knobs.h"
+#include "log.h"
+#include "util.h"
+
+int knob_journal_parse(KnobJournal *j, const char *text) {
+        _cleanup_free_ char *copy = strdup(text);
+        uint64_t seen = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = copy, *next; line && *line; line = next) {
+                char *eq;
+                uint64_t v;
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                eq = strchr(line, '=');
+                if (!eq)
+                        continue;
+                *eq++ = 0;
+                KsmKey k = ksm_key_from_string(line);
+                if (k < 0 || !ksm_key_is_knob(k))
+                        continue;
+                /* Exactly what knob_journal_format() writes: a numeric
+                 * advisor_mode such as "5" used to be taken as is, and came
+                 * back from a format/parse round trip as "none" (found by
+                 * fuzz-knob-journal). */
+                if (ksm_parse_value(k, eq, &v) < 0)
+                        continue;
+                j->original[k] = v;
+                j->saved_mask |= UINT64_C(1) << k;
+                seen |= UINT64_C(1) << k;
+        }
+        /* Knobs, not lines: a key repeated (the last one wins) counts once. */
+        return __builtin_popcountll(seen);
+}
+
+char *knob_journal_format(const KnobJournal *j) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+        for (int k = _KSM_FIRST_KNOB; k < _KSM_KEY_MAX; k++) {
+                char v[32];
+                if (!(j->saved_mask & (UINT64_C(1) << k)))
+                        continue;
+                if (ksm_format_value((KsmKey) k, j->original[k], v, sizeof v) >= 0)
+                        fprintf(f, "%s=%s\n", ksm_key_to_string((KsmKey) k), v);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+int knob_journal_open(KnobJournal *j, const char *state_path) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        *j = (KnobJournal) {};
+        if (!state_path)
+                return 0;
+        j->state_path = strdup(state_path);
+        if (!j->state_path)
+                return -ENOMEM;
+        r = read_full_file_at(AT_FDCWD, state_path, 64 * 1024, &text, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return knob_journal_parse(j, text);
+}
+
+void knob_journal_done(KnobJournal *j) {
+        free(j->state_path);
+        *j = (KnobJournal) {};
+}
+
+static int journal_persist(const KnobJournal *j) {
+        _cleanup_free_ char *text = NULL;
+        if (!j->state_path)
+                return 0;
+        if (j->saved_mask == 0) {
+                if (unlink(j->state_path) < 0 && errno != ENOENT)
+                        return negative_errno();
+                return 0;
+        }
+        text = knob_journal_format(j);
+        if (!text)
+                return -ENOMEM;
+        return write_file_atomic(j->state_path, text, strlen(text), 0644);
+}
+
+int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k, uint64_t value, bool dry_run) {
+        int r;
+
+        if (!ksm_key_is_knob(k))
+                return -EROFS;
+        if (!ksm_state_has(current, k))
+                return -EOPNOTSUPP;
+        if (current->value[k] == value)
+                return 0;
+        if (dry_run)
+                return 1;
+
+        if (!(j->saved_mask & (UINT64_C(1) << k))) {
+                j->original[k] = current->value[k];
+                j->saved_mask |= UINT64_C(1) << k;
+                /* Persist before writing: if we die right after the write, the
+                 * next instance still knows the original. */
+                r = journal_persist(j);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot persist knob journal %s: %m", j->state_path);
+        }
+        /* A write of run (and of max_page_sharing, merge_across_nodes)
+         * takes ksmd's ksm_thread_mutex, which ksmd holds for a whole batch:
+         * measured on 6.18, run=0 written during a 100000-page batch of
+         * unique pages blocked 360-620 ms. The controller changes run only
+         * between idle (small batches) and burst (ksmd stopped), and
+         * pages_to_scan/sleep_millisecs never block (1.5 ms). */
+        r = ksm_sysfs_write(root, k, value);
+        return r < 0 ? r : 1;
+}
+
+int knob_journal_restore(const Root *root, KnobJournal *j) {
+        /* advisor_mode=scan-time makes pages_to_scan refuse writes (EINVAL),
+         * so switch the advisor off first and put it back near the end; run
+         * goes last so ksmd does not scan with half-restored settings. Never
+         * write run=2: that unmerges every KSM page on the host at once. */
+        static const KsmKey order[] = {
+                KSM_PAGES_TO_SCAN, KSM_SLEEP_MILLISECS, KSM_SMART_SCAN, KSM_USE_ZERO_PAGES,
+                KSM_MAX_PAGE_SHARING, KSM_MERGE_ACROSS_NODES, KSM_STABLE_NODE_CHAINS_PRUNE_MILLISECS,
+                KSM_ADVISOR_MAX_CPU, KSM_ADVISOR_MIN_PAGES_TO_SCAN, KSM_ADVISOR_MAX_PAGES_TO_SCAN,
+                KSM_ADVISOR_TARGET_SCAN_TIME, KSM_ADVISOR_MODE, KSM_RUN,
+        };
+        uint64_t mode;
+        int first_error = 0;
+
+        if (j->saved_mask == 0)
+                return 0;
+
+        if ((j->saved_mask & (UINT64_C(1) << KSM_PAGES_TO_SCAN)) &&
+            ksm_sysfs_read_one(root, KSM_ADVISOR_MODE, &mode) >= 0 && mode != KSM_ADVISOR_NONE) {
+                if (!(j->saved_mask & (UINT64_C(1) << KSM_ADVISOR_MODE))) {
+                        j->original[KSM_ADVISOR_MODE] = mode;
+                        j->saved_mask |= UINT64_C(1) << KSM_ADVISOR_MODE;
+                }
+                (void) ksm_sysfs_write(root, KSM_ADVISOR_MODE, KSM_ADVISOR_NONE);
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+                KsmKey k = order[i];
+                uint64_t now;
+                char v[32];
+                int r;
+
+                if (!(j->saved_mask & (UINT64_C(1) << k)))
+                        continue;
+                if (k == KSM_RUN && j->original[k] == 2)
+                        j->original[k] = 0; /* refuse to unmerge everything */
+                if (ksm_sysfs_read_one(root, k, &now) >= 0 && now == j->original[k]) {
+                        j->saved_mask &= ~(UINT64_C(1) << k);
+                        continue;
+                }
+                r = ksm_sysfs_write(root, k, j->original[k]);
+                (void) ksm_format_value(k, j->original[k], v, sizeof v);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to restore KSM knob %s=%s: %m", ksm_key_to_string(k), v);
+                        if (first_error == 0)
+                                first_error = r;
+                        continue;
+                }
+                log_debug("Restored KSM knob %s=%s", ksm_key_to_string(k), v);
+                j->saved_mask &= ~(UINT64_C(1) << k);
+        }
+        int r = journal_persist(j);
+        if (r < 0 && first_error == 0)
+                first_error = r;
+        return first_error;
+}

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util.h"
+
+static const char *skip_trailing_ws(const char *e) {
+        while (*e && isspace((unsigned char) *e))
+                e++;
+        return e;
+}
+
+int safe_atou64(const char *s, uint64_t *ret) {
+        char *end;
+        unsigned long long v;
+
+        if (!s)
+                return -EINVAL;
+        while (isspace((unsigned char) *s))
+                s++;
+        if (*s == '-' || *s == '+' || !isdigit((unsigned char) *s))
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno > 0)
+                return -errno;
+        if (*skip_trailing_ws(end) != '\0')
+                return -EINVAL;
+        *ret = (uint64_t) v;
+        return 0;
+}
+
+int safe_atoi64(const char *s, int64_t *ret) {
+        char *end;
+        long long v;
+
+        if (!s)
+                return -EINVAL;
+        while (isspace((unsigned char) *s))
+                s++;
+        if (!(isdigit((unsigned char) *s) || ((*s == '-' || *s == '+') && isdigit((unsigned char) s[1]))))
+                return -EINVAL;
+        errno = 0;
+        v = strtoll(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (errno > 0)
+                return -errno;
+        if (*skip_trailing_ws(end) != '\0')
+                return -EINVAL;
+        *ret = (int64_t) v;
+        return 0;
+}
+
+int safe_atou(const char *s, unsigned *ret) {
+        uint64_t v;
+        int r = safe_atou64(s, &v);
+        if (r < 0)
+                return r;
+        if (v > UINT_MAX)
+                return -ERANGE;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+int safe_atoi(const char *s, int *ret) {
+        int64_t v;
+        int r = safe_atoi64(s, &v);
+        if (r < 0)
+                return r;
+        if (v < INT_MIN || v > INT_MAX)
+                return -ERANGE;
+        *ret = (int) v;
+        return 0;
+}
+
+int parse_boolean(const char *s) {
+        static const char *const yes[] = { "1", "yes", "y", "true", "t", "on" };
+        static const char *const no[] = { "0", "no", "n", "false", "f", "off" };
+
+        if (!s)
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+                if (strcasecmp(s, yes[i]) == 0)
+                        return 1;
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                if (strcasecmp(s, no[i]) == 0)
+                        return 0;
+        return -EINVAL;
+}
+
+int parse_timespan_usec(const char *s, uint64_t *ret) {
+        static const struct {
+                const char *suffix;
+                uint64_t usec;
+        } units[] = {
+                { "us", 1 }, { "usec", 1 }, { "ms", USEC_PER_MSEC }, { "msec", USEC_PER_MSEC },
+                { "s", USEC_PER_SEC }, { "sec", USEC_PER_SEC }, { "", USEC_PER_SEC },
+                { "m", 60 * USEC_PER_SEC }, { "min", 60 * USEC_PER_SEC },
+                { "h", 3600 * USEC_PER_SEC }, { "hour", 3600 * USEC_PER_SEC },
+        };
+        char *end;
+        double v;
+
+        if (!s)
+                return -EINVAL;
+        while (isspace((unsigned char) *s))
+                s++;
+        if (!isdigit((unsigned char) *s) && *s != '.')
+                return -EINVAL;
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno > 0 || !isfinite(v) || v < 0)
+                return -EINVAL;
+        while (isspace((unsigned char) *end))
+                end++;
+        char suffix[8];
+        size_t n = 0;
+        while (end[n] && !isspace((unsigned char) end[n]) && n < sizeof suffix - 1) {
+                suffix[n] = end[n];
+                n++;
+        }
+        suffix[n] = 0;
+        if (*skip_trailing_ws(end + n) != '\0')
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(units); i++)
+                if (strcmp(suffix, units[i].suffix) == 0) {
+                        double us = v * (double) units[i].usec;
+                        if (us > (double) (UINT64_MAX / 2))
+                                return -ERANGE;
+                        *ret = (uint64_t) llround(us);
+                        return 0;
+                }
+        return -EINVAL;
+}
+
+const char *format_timespan(char *buf, size_t n, uint64_t usec) {
+        if (usec >= 60 * USEC_PER_SEC && usec % (60 * USEC_PER_SEC) == 0)
+                snprintf(buf, n, "%" PRIu64 "min", usec / (60 * USEC_PER_SEC));
+        else if (usec >= USEC_PER_SEC)
+                snprintf(buf, n, "%.3gs", (double) usec / USEC_PER_SEC);
+        else if (usec >= USEC_PER_MSEC)
+                snprintf(buf, n, "%.3gms", (double) usec / USEC_PER_MSEC);
+        else
+                snprintf(buf, n, "%" PRIu64 "us", usec);
+        return buf;
+}
+
+const char *format_bytes(char *buf, size_t n, uint64_t bytes) {
+        static const char *const suffix[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+        double v = (double) bytes;
+        size_t i = 0;
+
+        while (v >= 1024.0 && i < ELEMENTSOF(suffix) - 1) {
+                v /= 1024.0;
+                i++;
+        }
+        if (i == 0)
+                snprintf(buf, n, "%" PRIu64 " B", bytes);
+        else
+                snprintf(buf, n, "%.1f %s", v, suffix[i]);
+        return buf;
+}
+
+int greedy_realloc(void **p, size_t *n_alloc, size_t need, size_t size, size_t min_alloc) {
+        if (need <= *n_alloc)
+                return 0;
+        size_t n = MAX(MAX(*n_alloc, min_alloc), (size_t) 1);
+        while (n < need) {
+                if (n > SIZE_MAX / 2)
+                        return -ENOMEM;
+                n *= 2;
+        }
+        if (n > SIZE_MAX / size)
+                return -ENOMEM;
+        void *q = realloc(*p, n * size);
+        if (!q)
+                return -ENOMEM;
+        *p = q;
+        *n_alloc = n;
+        return 0;
+}
+
+char **strv_free(char **l) {
+        if (l)
+                for (char **p = l; *p; p++)
+                        free(*p);
+        free(l);
+        return NULL;
+}
+
+size_t strv_length(char *const *l) {
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+int strv_push(char ***l, char *value) {
+        size_t n = strv_length(*l);
+        char **nl = realloc(*l, sizeof(char *) * (n + 2));
+        if (!nl) {
+                free(value);
+                return -ENOMEM;
+        }
+        nl[n] = value;
+        nl[n + 1] = NULL;
+        *l = nl;
+        return 0;
+}
+
+int strv_push_all(char ***l, char **add) {
+        size_t n = strv_length(*l), m = strv_length(add);
+        if (m == 0) {
+                free(add);
+                return 0;
+        }
+        char **nl = realloc(*l, sizeof(char *) * (n + m + 1));
+        if (!nl) {
+                strv_free(add);
+                return -ENOMEM;
+        }
+        memcpy(nl + n, add, sizeof(char *) * m);
+        nl[n + m] = NULL;
+        free(add);
+        *l = nl;
+        return 0;
+}
+
+int strv_split_whitespace(const char *s, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
+        if (!l)
+                return -ENOMEM;
+        while (s && *s) {
+                size_t skip = strspn(s, " \t\n\r"), len;
+                s += skip;
+                len = strcspn(s, " \t\n\r");
+                if (len == 0)
+                        break;
+                char *w = strndup(s, len);
+                if (!w || strv_push(&l, w) < 0)
+                        return -ENOMEM;
+                s += len;
+        }
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
+bool strv_contains(char *const *l, const char *s) {
+        if (l)
+                for (char *const *p = l; *p; p++)
+                        if (strcmp(*p, s) == 0)
+                                return true;
+        return false;
+}
+
+char *strstrip(char *s) {
+        char *e;
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = 0;
+        return s;
+}
+
+bool startswith(const char *s, const char *prefix) {
+        return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+char *endswith(const char *s, const char *suffix) {
+        size_t l = strlen(s), n = strlen(suffix);
+        return l >= n && streq(s + l - n, suffix) ? (char *) s + l - n : NULL;
+}
+
+void strscpy(char *dst, size_t n, const char *src) {
+        if (n == 0)
+                return;
+        size_t l = strnlen(src, n - 1);
+        memcpy(dst, src, l);
+        dst[l] = 0;
+}
+
+uint64_t now_usec(clockid_t clock) {
+        struct timespec ts;
+        (void) clock_gettime(clock, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+uint64_t page_size(void) {
+        long p = sysconf(_SC_PAGESIZE);
+        return p > 0 ? (uint64_t) p : PAGE_SIZE_DEFAULT;
+}
+
+char *cescape(const char *s) {
+        size_t n = strlen(s);
+        char *r = malloc(n * 4 + 1), *p = r;
+        if (!r)
+                return NULL;
+        for (; *s; s++) {
+                unsigned char c = (unsigned char) *s;
+                if (c < 0x20 || c >= 0x7f || c == '\\')
+                        p += sprintf(p, "\\x%02x", c);
+                else
+                        *p++ = (char) c;
+        }
+        *p = 0;
+        return r;
+}
+
+size_t utf8_sequence_length(const char *str) {
+        const unsigned char *s = (const unsigned char *) str;
+        if (s[0] < 0x80)
+                return 1;
+        if (s[0] >= 0xc2 && s[0] <= 0xdf)
+                return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+        if (s[0] >= 0xe0 && s[0] <= 0xef) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+                        return 0;
+                if ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))
+                        return 0;
+                return 3;
+        }
+        if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+                if ((s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+                        return 0;
+                if ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))
+                        return 0;
+                return 4;
+        }
+        return 0;
+}
+
+bool utf8_is_valid(const char *s) {
+        for (size_t k; *s; s += k)
+                if ((k = utf8_sequence_length(s)) == 0)
+                        return false;
+        return true;
+}
+
+char *utf8_make_valid(const char *s) {
+        /* Worst case: every byte becomes U+FFFD (3 bytes). */
+        char *out = malloc(strlen(s) * 3 + 1), *o = out;
+        if (!out)
+                return NULL;
+        while (*s) {
+                size_t k = utf8_sequence_length(s);
+                if (k == 0) {
+                        memcpy(o, "\xef\xbf\xbd", 3);
+                        o += 3;
+                        s++;
+                } else {
+                        memcpy(o, s, k);
+                        o += k;
+                        s += k;
+                }
+        }
+        *o = 0;
+        return out;
+}

@@ -1,0 +1,705 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "discovery.h"
+#include "policy-load.h"
+#include "process-read.h"
+#include "log.h"
+#include "util.h"
+
+#define LATENCY_RING 65536
+/* A pid whose ksm_stat read overran is not read again for this long after
+ * the stuck read returned: its mmap_lock is busy, and every read we add
+ * queues behind the writers like ksmd does. */
+#define SLOW_BACKOFF_USEC (60 * USEC_PER_SEC)
+
+typedef struct Pending {
+        int pid;
+        int parent_pid;         /* a fork event's parent, 0 for other events */
+        bool exited;
+        uint64_t exec_ns;       /* kernel timestamp of an exec event, 0 for others */
+        uint64_t seq;           /* arrival order */
+} Pending;
+
+struct Discovery {
+        sd_event *event;
+        const Root *root;
+        DiscoveryOptions opts;
+        ProcessTable *table;
+        ProcEvents *events;
+        MmReader *reader;
+        PolicySet policies;
+
+        int self_pid;                   /* cached: classification runs per event */
+        DiscoveryMode mode;
+        char mode_reason[192];
+        bool overflowed;                /* ENOBUFS since the last scan */
+        uint64_t generation;
+        uint64_t last_scan_done_usec;
+        uint64_t last_scan_duration_usec;
+        uint64_t full_scans, overflow_resyncs;
+
+        Pending *pending;
+        size_t n_pending, n_pending_alloc;
+        uint64_t pending_seq;
+
+        uint32_t *latency_usec;         /* ring */
+        uint64_t n_latency;
+
+        /* A resync while events flow runs in slices (RESYNC_SLICE pids per
+         * loop iteration, at idle priority), so 10,000 processes do not
+         * stall the loop for the 0.4 s a full scan takes. */
+        int *resync_pids;
+        size_t n_resync, resync_pos, n_resync_alloc;
+        sd_event_source *resync_source;
+        uint64_t resync_started_usec;
+};
+
+#define RESYNC_SLICE 256
+
+const char *discovery_mode_to_string(DiscoveryMode m) {
+        return m == DISCOVERY_EVENTS ? "events" : m == DISCOVERY_POLLING ? "polling" : "?";
+}
+
+static uint64_t boottime_usec(void) {
+        return now_usec(CLOCK_BOOTTIME);
+}
+
+static void on_mm_read(MmReadResult *r, void *userdata);
+
+int discovery_new(sd_event *e, const Root *root, const DiscoveryOptions *o, Discovery **ret) {
+        _cleanup_(discovery_freep) Discovery *d = NULL;
+        int r;
+
+        d = calloc(1, sizeof *d);
+        if (!d)
+                return -ENOMEM;
+        d->event = sd_event_ref(e);
+        d->root = root;
+        if (o)
+                d->opts = *o;
+        if (!d->opts.resync_interval_usec)
+                d->opts.resync_interval_usec = 2 * 60 * USEC_PER_SEC;
+        if (!d->opts.mm_read_deadline_usec)
+                d->opts.mm_read_deadline_usec = 1 * USEC_PER_SEC;
+        if (!d->opts.mm_read_threads)
+                d->opts.mm_read_threads = 4;
+        if (!d->opts.self_test_timeout_usec)
+                d->opts.self_test_timeout_usec = 1 * USEC_PER_SEC;
+        if (!d->opts.action_retry_usec)
+                d->opts.action_retry_usec = 60 * USEC_PER_SEC;
+        d->mode = DISCOVERY_POLLING;
+        strscpy(d->mode_reason, sizeof d->mode_reason, "not started");
+        d->self_pid = getpid();
+
+        r = process_table_new(&d->table);
+        if (r < 0)
+                return r;
+        d->latency_usec = calloc(LATENCY_RING, sizeof *d->latency_usec);
+        if (!d->latency_usec)
+                return -ENOMEM;
+        r = mm_reader_new(root, e, d->opts.mm_read_threads, d->opts.mm_read_deadline_usec, on_mm_read, d,
+                          &d->reader);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+Discovery *discovery_free(Discovery *d) {
+        if (!d)
+                return NULL;
+        sd_event_source_disable_unref(d->resync_source);
+        free(d->resync_pids);
+        proc_events_free(d->events);
+        mm_reader_free(d->reader);
+        process_table_free(d->table);
+        policy_set_done(&d->policies);
+        free(d->pending);
+        free(d->latency_usec);
+        sd_event_unref(d->event);
+        free(d);
+        return NULL;
+}
+
+const ProcessTable *discovery_processes(const Discovery *d) {
+        return d->table;
+}
+
+const PolicySet *discovery_policies(const Discovery *d) {
+        return &d->policies;
+}
+
+static void record_latency(Discovery *d, uint64_t exec_ns) {
+        uint64_t now_ns = now_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC;
+        /* The event's timestamp is ktime_get_ns(): CLOCK_MONOTONIC. */
+        uint64_t usec = now_ns > exec_ns ? (now_ns - exec_ns) / NSEC_PER_USEC : 0;
+        d->latency_usec[d->n_latency++ % LATENCY_RING] = (uint32_t) MIN(usec, UINT32_MAX);
+}
+
+size_t discovery_exec_latencies(const Discovery *d, uint64_t *buf, size_t n) {
+        size_t have = (size_t) MIN(d->n_latency, (uint64_t) LATENCY_RING), k = MIN(have, n);
+        for (size_t i = 0; i < k; i++)
+                buf[i] = d->latency_usec[(d->n_latency - k + i) % LATENCY_RING];
+        return k;
+}
+
+/* Classifies p and says so when the outcome changed. */
+static void classify_one(Discovery *d, Process *p) {
+        ClassifyContext ctx = { .now_boottime_usec = boottime_usec(), .self_pid = d->self_pid };
+        Verdict v;
+
+        classify_process(&d->policies, &ctx, p, &v);
+        bool changed = !p->have_verdict || p->verdict.action != v.action || p->verdict.method != v.method ||
+                       p->verdict.policy_line != v.policy_line || !streq(p->verdict.policy_file, v.policy_file);
+        p->verdict = v;
+        p->verdict_usec = now_usec(CLOCK_MONOTONIC);
+        p->have_verdict = true;
+        if (v.needs_cmdline && !p->cmdline_read && !p->slow)
+                (void) mm_reader_queue(d->reader, MM_READ_CMDLINE, p->pid, p->start_time_ticks);
+        if (!changed)
+                return;
+        /* Announced at info level only once the process outlived a tick
+         * (announce_verdict): a fork-per-connection server under a policy
+         * would otherwise log a line per connection. */
+        p->verdict_logged = false;
+        if (log_get_max_level() >= LOG_DEBUG) {
+                _cleanup_free_ char *comm = cescape(p->comm);
+                if (v.action == VERDICT_LEAVE_ALONE)
+                        log_debug("pid %d (%s): %s: %s", p->pid, strna(comm), verdict_action_to_string(v.action),
+                                  v.reason);
+                else
+                        log_debug("pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm),
+                                  verdict_action_to_string(v.action), v.policy_file, v.policy_line, v.reason);
+        }
+}
+
+static void announce_verdict(Discovery *d, Process *p) {
+        if (!p->have_verdict || p->verdict_logged || p->verdict.action == VERDICT_LEAVE_ALONE ||
+            p->verdict.action == VERDICT_WAIT)
+                return;
+        p->verdict_logged = true;
+        _cleanup_free_ char *comm = cescape(p->comm);
+        const Verdict *v = &p->verdict;
+        log_info("pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm), verdict_action_to_string(v->action),
+                 v->policy_file, v->policy_line, v->reason);
+        if (d->opts.decisions)
+                decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm),
+                                 verdict_action_to_string(v->action), v->policy_file, v->policy_line, v->reason);
+}
+
+/* Reads the facts of pid into the table and classifies it. 0 when the
+ * process is gone (and dropped), 1 when classified, -ENOMEM. */
+static int refresh_pid(Discovery *d, int pid, uint64_t exec_ns) {
+        Process *p;
+        bool created;
+        int r = process_table_ensure(d->table, pid, &p, &created);
+        if (r < 0)
+                return r;
+        if (exec_ns && !created)
+                process_forget_exec_state(p);
+        r = process_read_facts(d->root, pid, p);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                /* Gone between event and read (or unreadable): expected. */
+                log_debug_errno(r, "pid %d: cannot read its facts, dropping: %m", pid);
+                process_table_remove(d->table, pid);
+                return 0;
+        }
+        p->generation = d->generation;
+        classify_one(d, p);
+        if (exec_ns)
+                record_latency(d, exec_ns);
+        return 1;
+}
+
+/* A fork (not followed by an exec yet) of a known parent: the child's
+ * facts are mostly the parent's. -EAGAIN when the slow path is needed. */
+static int refresh_forked(Discovery *d, int pid, int parent_pid) {
+        Process *p, *parent;
+        bool created;
+
+        if (process_table_get(d->table, pid))
+                return -EAGAIN;
+        parent = process_table_get(d->table, parent_pid);
+        if (!parent || !parent->facts_usec || parent->kthread)
+                return -EAGAIN;
+        int r = process_table_ensure(d->table, pid, &p, &created);
+        if (r < 0)
+                return r;
+        r = process_read_forked(d->root, pid, parent, p);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                process_table_remove(d->table, pid);
+                return r == -EAGAIN ? r : 0;
+        }
+        p->generation = d->generation;
+        classify_one(d, p);
+        return 1;
+}
+
+static int pending_add_full(Discovery *d, int pid, int parent_pid, uint64_t exec_ns, bool exited) {
+        if (greedy_realloc((void **) &d->pending, &d->n_pending_alloc, d->n_pending + 1, sizeof *d->pending, 256) < 0)
+                return -ENOMEM;
+        d->pending[d->n_pending++] = (Pending) { pid, parent_pid, exited, exec_ns, d->pending_seq++ };
+        return 0;
+}
+
+static int pending_add(Discovery *d, int pid, uint64_t exec_ns, bool exited) {
+        return pending_add_full(d, pid, 0, exec_ns, exited);
+}
+
+static void on_event(const ProcEvent *ev, void *userdata) {
+        Discovery *d = userdata;
+
+        /* Threads fork, exec (as the leader, after de_thread), rename and
+         * exit too; only the thread group matters here. But when the main
+         * thread exited first, the last thread's exit is the only sign the
+         * process is gone: look again. */
+        if (ev->tid != ev->pid) {
+                Process *p;
+                if (ev->type == PROC_EV_EXIT && (p = process_table_get(d->table, ev->pid)) && p->zombie_leader)
+                        (void) pending_add(d, ev->pid, 0, false);
+                return;
+        }
+        switch (ev->type) {
+        case PROC_EV_FORK:
+                (void) pending_add_full(d, ev->pid, ev->parent_pid > 0 ? ev->parent_pid : 0, 0, false);
+                break;
+        case PROC_EV_UID:
+                (void) pending_add(d, ev->pid, 0, false);
+                break;
+        case PROC_EV_EXEC:
+                (void) pending_add(d, ev->pid, ev->timestamp_ns, false);
+                break;
+        case PROC_EV_COMM: {
+                Process *p = process_table_get(d->table, ev->pid);
+                if (p)
+                        (void) pending_add(d, ev->pid, 0, false);
+                break;
+        }
+        case PROC_EV_EXIT:
+                /* The leader's exit: the process is gone for our purposes
+                 * (a leader that exits before its threads leaves a zombie
+                 * with no classification worth keeping; a resync re-adds it
+                 * if it still has an mm). */
+                process_table_remove(d->table, ev->pid);
+                (void) pending_add(d, ev->pid, 0, true);
+                break;
+        default:
+                break;
+        }
+}
+
+static void set_polling(Discovery *d, const char *fmt, ...) _printf_(2, 3);
+
+static void on_events_error(int error, void *userdata) {
+        Discovery *d = userdata;
+        /* The socket is freed at the next tick, not from inside its callback. */
+        set_polling(d, "reading proc events failed (%s)", strerrorname_np(-error) ?: "?");
+}
+
+static int pending_cmp(const void *a, const void *b) {
+        const Pending *x = a, *y = b;
+        if (x->pid != y->pid)
+                return x->pid < y->pid ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void on_batch(void *userdata) {
+        Discovery *d = userdata;
+
+        if (d->n_pending == 0)
+                return;
+        /* One read per pid per batch: fork+exec of the same child, or a
+         * burst of renames, coalesce; a child that already exited in this
+         * batch is not in the table any more and costs nothing. */
+        qsort(d->pending, d->n_pending, sizeof *d->pending, pending_cmp);
+        for (size_t i = 0; i < d->n_pending;) {
+                int pid = d->pending[i].pid, parent = 0;
+                uint64_t exec_ns = 0;
+                bool exited = false, fork_only = true;
+                /* Only what followed the last exit counts (a pid reused
+                 * within one batch); a process that forked, exec'd and
+                 * exited within it is never read at all. */
+                for (; i < d->n_pending && d->pending[i].pid == pid; i++) {
+                        const Pending *e = &d->pending[i];
+                        exited = e->exited;
+                        if (exited) {
+                                exec_ns = 0, parent = 0, fork_only = true;
+                                continue;
+                        }
+                        exec_ns = MAX(exec_ns, e->exec_ns);
+                        if (e->parent_pid > 0)
+                                parent = e->parent_pid;
+                        else
+                                fork_only = false;
+                }
+                if (exited)
+                        continue;
+                int r = fork_only && parent > 0 ? refresh_forked(d, pid, parent) : -EAGAIN;
+                if (r == -EAGAIN)
+                        r = refresh_pid(d, pid, exec_ns);
+                if (r == -ENOMEM)
+                        log_oom();
+        }
+        d->n_pending = 0;
+}
+
+static int resync_begin(Discovery *d);
+
+static void on_overflow(void *userdata) {
+        Discovery *d = userdata;
+        if (!d->overflowed)
+                log_warning("Process events were lost (socket buffer overflow, ENOBUFS); rescanning /proc.");
+        d->overflowed = true;
+        /* Resync now rather than at the next tick (and start over if one is
+         * under way: its pid list predates the loss). */
+        d->overflow_resyncs++;
+        if (resync_begin(d) == -ENOMEM)
+                log_oom();
+}
+
+static void sweep(Discovery *d, uint64_t started_usec) {
+        Process *p;
+        PROCESS_TABLE_FOREACH(p, d->table, i)
+                if (p->generation != d->generation)
+                        process_table_remove(d->table, p->pid);
+        d->overflowed = false;
+        d->full_scans++;
+        d->last_scan_done_usec = now_usec(CLOCK_MONOTONIC);
+        d->last_scan_duration_usec = d->last_scan_done_usec - started_usec;
+        log_debug("Scanned %zu processes in %" PRIu64 " ms.", process_table_size(d->table),
+                  d->last_scan_duration_usec / USEC_PER_MSEC);
+}
+
+static int collect_pid(int pid, void *userdata) {
+        Discovery *d = userdata;
+        if (greedy_realloc((void **) &d->resync_pids, &d->n_resync_alloc, d->n_resync + 1, sizeof *d->resync_pids,
+                           1024) < 0)
+                return -ENOMEM;
+        d->resync_pids[d->n_resync++] = pid;
+        return 0;
+}
+
+static int on_resync_slice(sd_event_source *s, void *userdata) {
+        Discovery *d = userdata;
+        size_t end = MIN(d->resync_pos + RESYNC_SLICE, d->n_resync);
+        for (; d->resync_pos < end; d->resync_pos++)
+                if (refresh_pid(d, d->resync_pids[d->resync_pos], 0) == -ENOMEM) {
+                        log_oom();
+                        break;
+                }
+        if (d->resync_pos >= d->n_resync) {
+                /* Mark and sweep, sliced: entries an event added or
+                 * refreshed meanwhile carry the current generation too, so
+                 * only what is gone without an exit event (lost, or missed)
+                 * is swept. */
+                sweep(d, d->resync_started_usec);
+                d->n_resync = d->resync_pos = 0;
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
+static bool resync_running(const Discovery *d) {
+        int on = SD_EVENT_OFF;
+        return d->resync_source && sd_event_source_get_enabled(d->resync_source, &on) >= 0 && on != SD_EVENT_OFF;
+}
+
+static int resync_begin(Discovery *d) {
+        int r;
+
+        d->n_resync = d->resync_pos = 0;
+        r = procfs_for_each_pid(d->root, collect_pid, d);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return log_warning_errno(r, "Cannot list %s: %m", d->root->proc_path);
+        d->generation++;
+        d->resync_started_usec = now_usec(CLOCK_MONOTONIC);
+        if (!d->resync_source) {
+                r = sd_event_add_defer(d->event, &d->resync_source, on_resync_slice, d);
+                if (r < 0)
+                        return r;
+                (void) sd_event_source_set_priority(d->resync_source, SD_EVENT_PRIORITY_IDLE);
+        }
+        return sd_event_source_set_enabled(d->resync_source, SD_EVENT_ON);
+}
+
+typedef struct ScanState {
+        Discovery *d;
+        int error;
+} ScanState;
+
+static int scan_one(int pid, void *userdata) {
+        ScanState *s = userdata;
+        int r = refresh_pid(s->d, pid, 0);
+        if (r == -ENOMEM) {
+                s->error = r;
+                return r;
+        }
+        return 0;
+}
+
+int discovery_scan(Discovery *d) {
+        ScanState s = { .d = d };
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        /* A sliced resync under way is superseded. */
+        if (resync_running(d)) {
+                (void) sd_event_source_set_enabled(d->resync_source, SD_EVENT_OFF);
+                d->n_resync = d->resync_pos = 0;
+        }
+
+        /* Mark and sweep: everything the scan does not see is gone. The
+         * scan runs on the loop, so events that arrive meanwhile wait in
+         * the socket and are applied after the sweep. */
+        d->generation++;
+        r = procfs_for_each_pid(d->root, scan_one, &s);
+        if (s.error < 0)
+                return s.error;
+        if (r < 0)
+                return log_warning_errno(r, "Cannot list %s: %m", d->root->proc_path);
+        d->n_pending = 0;
+        sweep(d, t0);
+        return 0;
+}
+
+static void set_polling(Discovery *d, const char *fmt, ...) {
+        va_list ap;
+        d->mode = DISCOVERY_POLLING;
+        va_start(ap, fmt);
+        vsnprintf(d->mode_reason, sizeof d->mode_reason, fmt, ap);
+        va_end(ap);
+        log_notice("Process discovery falls back to polling /proc every tick: %s.", d->mode_reason);
+}
+
+/* Opens and verifies the connector; on any failure says why and polls. */
+static int start_events(Discovery *d) {
+        char t[32];
+        int r;
+
+        r = proc_events_open(d->opts.events_rcvbuf_bytes, &d->events);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                set_polling(d, "proc connector unavailable (%s%s)", strerrorname_np(-r) ?: "?",
+                            r == -EPERM ? ": needs CAP_NET_ADMIN in the initial user namespace" : "");
+                return 0;
+        }
+        r = proc_events_self_test(d->events, d->opts.self_test_timeout_usec);
+        if (r < 0) {
+                d->events = proc_events_free(d->events);
+                set_polling(d, "no proc event for a test child within %s (%s; a PID namespace?)",
+                            format_timespan(t, sizeof t, d->opts.self_test_timeout_usec), strerrorname_np(-r) ?: "?");
+                return 0;
+        }
+        ProcEventsHandlers h = { .on_event = on_event, .on_overflow = on_overflow, .on_batch = on_batch,
+                                 .on_error = on_events_error, .userdata = d };
+        r = proc_events_attach(d->events, d->event, &h);
+        if (r < 0) {
+                d->events = proc_events_free(d->events);
+                set_polling(d, "cannot watch the connector socket (%s)", strerrorname_np(-r) ?: "?");
+                return 0;
+        }
+        d->mode = DISCOVERY_EVENTS;
+        strscpy(d->mode_reason, sizeof d->mode_reason, "proc connector");
+        log_info("Process discovery: proc connector events (self-test passed).");
+        return 0;
+}
+
+int discovery_start(Discovery *d) {
+        int r = 0;
+
+        if (d->opts.force_polling)
+                set_polling(d, "polling requested");
+        else if (!isempty(d->root->prefix))
+                /* The connector reports the real host's processes, not the tree's. */
+                set_polling(d, "proc and sys are read below %s", d->root->prefix);
+        else
+                r = start_events(d);
+        if (r < 0)
+                return r;
+        return discovery_scan(d);
+}
+
+int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag) {
+        PolicySet s;
+        Process *p;
+        int r = policy_set_load(dirs, &d->policies, &s, diag);
+        if (r < 0)
+                return r;
+        policy_set_done(&d->policies);
+        d->policies = s;
+        PROCESS_TABLE_FOREACH(p, d->table, i)
+                classify_one(d, p);
+        return (int) s.n_rejected;
+}
+
+static void on_mm_read(MmReadResult *r, void *userdata) {
+        Discovery *d = userdata;
+        Process *p = process_table_get(d->table, r->pid);
+        if (!p || p->start_time_ticks != r->start_time_ticks)
+                return; /* gone, or a new incarnation */
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        if (r->error == -ETIME) {
+                if (!p->slow) {
+                        _cleanup_free_ char *comm = cescape(p->comm);
+                        log_notice("pid %d (%s): reading its %s took over %" PRIu64 " ms (mmap_lock busy); "
+                                   "marked slow, not read again for a while.",
+                                   p->pid, strna(comm), r->kind == MM_READ_CMDLINE ? "cmdline" : "ksm_stat",
+                                   r->duration_usec / USEC_PER_MSEC);
+                }
+                p->slow = true;
+                p->slow_since_usec = now;
+                return;
+        }
+        if (r->late) {
+                /* Returned at last: keep it slow, start the backoff from now. */
+                p->slow_since_usec = now;
+        } else if (p->slow && now - p->slow_since_usec >= SLOW_BACKOFF_USEC) {
+                p->slow = false;
+                p->slow_since_usec = 0;
+        }
+        if (r->kind == MM_READ_CMDLINE) {
+                /* Unreadable counts as read: a Cmdline= policy then does
+                 * not match, rather than wait forever. */
+                if (r->error == -ESRCH)
+                        return;
+                if (r->error < 0)
+                        log_debug_errno(r->error, "pid %d: cmdline: %m", r->pid);
+                free(p->cmdline);
+                p->cmdline = TAKE_PTR(r->cmdline);
+                p->cmdline_read = true;
+                classify_one(d, p);
+                return;
+        }
+        if (r->error < 0) {
+                log_debug_errno(r->error, "pid %d: ksm_stat: %m", r->pid);
+                return;
+        }
+        p->ksm_stat = r->ksm_stat;
+        p->ksm_stat_valid = true;
+        p->ksm_stat_usec = now;
+        p->ksm_merging_pages = r->ksm_stat.merging_pages;
+}
+
+static bool wants_ksm_stat(const Process *p) {
+        if (p->kthread)
+                return false;
+        return (p->have_verdict && p->verdict.action != VERDICT_LEAVE_ALONE) || p->ksm_merging_pages > 0;
+}
+
+static int plan_process(Discovery *d, Process *p, uint64_t now, Plan *plan) {
+        if (!p->have_verdict || p->verdict.method == MERGE_METHOD_NONE)
+                return 0;
+        int on = process_merging_enabled(p);
+        MergeAction a;
+        if (p->verdict.action == VERDICT_MERGE && on == 0)
+                a = MERGE_ACTION_ENABLE;
+        else if (p->verdict.action == VERDICT_DONT_MERGE && on == 1)
+                a = MERGE_ACTION_DISABLE;
+        else
+                return 0;
+        /* Planned already and not carried out (no actuator, or it failed):
+         * ask again only after a while. */
+        if (p->action_planned_usec && now - p->action_planned_usec < d->opts.action_retry_usec)
+                return 0;
+        ProcessAction pa = {
+                .pid = p->pid,
+                .start_time_ticks = p->start_time_ticks,
+                .action = a,
+                .method = p->verdict.method,
+        };
+        char reason[VERDICT_POLICY_MAX + VERDICT_REASON_MAX + 16];
+        const char *base = strrchr(p->verdict.policy_file, '/');
+        snprintf(reason, sizeof reason, "%s:%u: %s", base ? base + 1 : p->verdict.policy_file,
+                 p->verdict.policy_line, p->verdict.reason);
+        strscpy(pa.reason, sizeof pa.reason, reason);
+        int r = plan_add_action(plan, &pa);
+        if (r < 0)
+                return r;
+        p->action_planned_usec = now;
+        return 1;
+}
+
+int discovery_tick(Discovery *d, Plan *plan) {
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        Process *p;
+        int r;
+
+        /* Results that arrived since the last dispatch (the eventfd may not
+         * have been served yet when the tick fires first). */
+        (void) mm_reader_dispatch(d->reader);
+
+        if (d->mode == DISCOVERY_POLLING) {
+                d->events = proc_events_free(d->events); /* after a read error */
+                /* Sliced too: a scan per tick must not stall the loop either. */
+                if (!resync_running(d)) {
+                        r = resync_begin(d);
+                        if (r == -ENOMEM)
+                                return r;
+                }
+        } else {
+                if (!resync_running(d) && (d->overflowed || now - d->last_scan_done_usec >= d->opts.resync_interval_usec)) {
+                        r = resync_begin(d);
+                        if (r == -ENOMEM)
+                                return r;
+                }
+                /* Between scans the processes a policy matched still change:
+                 * anon RSS grows past MinAnonMiB, age passes MinAge. */
+                PROCESS_TABLE_FOREACH(p, d->table, i)
+                        if (p->have_verdict && p->verdict.action != VERDICT_LEAVE_ALONE) {
+                                r = refresh_pid(d, p->pid, 0);
+                                if (r == -ENOMEM)
+                                        return r;
+                        }
+        }
+
+        PROCESS_TABLE_FOREACH(p, d->table, i) {
+                announce_verdict(d, p);
+                if (wants_ksm_stat(p) && !(p->slow && now - p->slow_since_usec < SLOW_BACKOFF_USEC)) {
+                        r = mm_reader_queue(d->reader, MM_READ_KSM_STAT, p->pid, p->start_time_ticks);
+                        if (r == -ENOMEM)
+                                return r;
+                }
+                if (plan) {
+                        r = plan_process(d, p, now, plan);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return 0;
+}
+
+void discovery_get_status(Discovery *d, DiscoveryStatus *ret) {
+        DiscoveryStatus s = { .mode = d->mode };
+        Process *p;
+
+        strscpy(s.mode_reason, sizeof s.mode_reason, d->mode_reason);
+        s.processes = process_table_size(d->table);
+        s.full_scans = d->full_scans;
+        s.overflow_resyncs = d->overflow_resyncs;
+        s.last_scan_usec = d->last_scan_duration_usec;
+        if (d->events)
+                proc_events_get_counters(d->events, &s.events);
+        mm_reader_get_counters(d->reader, &s.mm_reads);
+        s.policies = d->policies.n;
+        PROCESS_TABLE_FOREACH(p, d->table, i) {
+                if (p->slow)
+                        s.slow_processes++;
+                if (p->have_verdict && (unsigned) p->verdict.action < _VERDICT_ACTION_MAX)
+                        s.verdicts[p->verdict.action]++;
+        }
+        *ret = s;
+}

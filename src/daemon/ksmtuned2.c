@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conf.h"
+#include "log.h"
+#include "manager-bus.h"
+#include "manager.h"
+#include "policy-load.h"
+#include "probe.h"
+#include "root.h"
+#include "util.h"
+
+/* Exit statuses, documented in ksmtuned2(8). */
+enum {
+        EXIT_OK = 0,
+        EXIT_FAIL = 1,
+        EXIT_USAGE = 2,
+        EXIT_CONFIG = 3,        /* --check-config found problems / config unparsable */
+        EXIT_NO_KSM = 4,        /* the kernel has no KSM */
+};
+
+static void help(void) {
+        printf("%s [OPTIONS...]\n\n"
+               "Decides which processes share memory through KSM and tunes ksmd.\n\n"
+               "  -h --help             Show this help\n"
+               "     --version          Show the version\n"
+               "  -c --config=FILE      Configuration file (default %s)\n"
+               "     --probe            Print the kernel feature probe and exit\n"
+               "     --json             With --probe: print JSON\n"
+               "     --check-config     Validate the configuration and exit\n"
+               "     --bus-introspect   Print the D-Bus introspection XML of the bus API and exit\n"
+               "     --dry-run          Decide, but write nothing\n"
+               "     --log-level=LEVEL  Override LogLevel=\n"
+               "     --root=DIR         Read proc and sys below DIR (testing)\n",
+               program_invocation_short_name, DEFAULT_CONFIG_PATH);
+}
+
+int main(int argc, char *argv[]) {
+        enum { ARG_VERSION = 0x100, ARG_PROBE, ARG_JSON, ARG_CHECK, ARG_DRY_RUN, ARG_LOG_LEVEL, ARG_ROOT,
+               ARG_BUS_INTROSPECT };
+        static const struct option options[] = {
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, ARG_VERSION },
+                { "config", required_argument, NULL, 'c' },
+                { "probe", no_argument, NULL, ARG_PROBE },
+                { "json", no_argument, NULL, ARG_JSON },
+                { "check-config", no_argument, NULL, ARG_CHECK },
+                { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
+                { "dry-run", no_argument, NULL, ARG_DRY_RUN },
+                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "root", required_argument, NULL, ARG_ROOT },
+                {},
+        };
+        ManagerOptions mo = {};
+        bool probe = false, json = false, check = false, introspect = false;
+        int log_level = -1, c, r;
+
+        while ((c = getopt_long(argc, argv, "hc:", options, NULL)) >= 0)
+                switch (c) {
+                case 'h':
+                        help();
+                        return EXIT_OK;
+                case ARG_VERSION:
+                        printf("ksmtuned2 %s\n", PACKAGE_VERSION);
+                        return EXIT_OK;
+                case 'c':
+                        mo.config_path = optarg;
+                        break;
+                case ARG_PROBE:
+                        probe = true;
+                        break;
+                case ARG_JSON:
+                        json = true;
+                        break;
+                case ARG_CHECK:
+                        check = true;
+                        break;
+                case ARG_BUS_INTROSPECT:
+                        introspect = true;
+                        break;
+                case ARG_DRY_RUN:
+                        mo.dry_run = true;
+                        break;
+                case ARG_LOG_LEVEL:
+                        log_level = log_level_from_string(optarg);
+                        if (log_level < 0) {
+                                log_error("Unknown log level \"%s\".", optarg);
+                                return EXIT_USAGE;
+                        }
+                        break;
+                case ARG_ROOT:
+                        mo.root_prefix = optarg;
+                        break;
+                default:
+                        return EXIT_USAGE;
+                }
+        if (optind < argc) {
+                log_error("Unexpected argument \"%s\"; see --help.", argv[optind]);
+                return EXIT_USAGE;
+        }
+        if (log_level >= 0)
+                log_set_max_level(log_level);
+
+        if (introspect) {
+                r = manager_bus_introspect(stdout);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot generate the introspection data: %m");
+                        return EXIT_FAIL;
+                }
+                return EXIT_OK;
+        }
+
+        if (probe) {
+                _cleanup_(root_freep) Root *root = NULL;
+                Probe p;
+                r = root_open(mo.root_prefix, &root);
+                if (r < 0) {
+                        log_error_errno(r, "Failed to open proc and sys: %m");
+                        return EXIT_FAIL;
+                }
+                r = probe_run(root, &p);
+                if (r < 0) {
+                        log_error_errno(r, "Probe failed: %m");
+                        return EXIT_FAIL;
+                }
+                if (json)
+                        probe_print_json(&p, stdout);
+                else
+                        probe_print(&p, stdout);
+                return EXIT_OK;
+        }
+
+        if (check) {
+                const char *path = mo.config_path ? mo.config_path : DEFAULT_CONFIG_PATH;
+                Config cfg = {};
+                ConfDiag diag = {};
+                bool found = false;
+
+                config_init_defaults(&cfg);
+                r = config_load(&cfg, path, !mo.config_path, &found, &diag);
+                conf_diag_print(&diag, stderr);
+                if (r < 0 && r != -EBADMSG)
+                        log_error_errno(r, "Cannot read %s: %m", path);
+                bool bad = r < 0 || diag.n > 0;
+                if (!bad)
+                        printf("%s: OK%s\n", path, found ? "" : " (absent: built-in defaults)");
+                conf_diag_free(&diag);
+
+                /* The policies of the directories this configuration names. */
+                PolicySet policies = {};
+                r = policy_set_load(cfg.policy_dirs, NULL, &policies, &diag);
+                conf_diag_print(&diag, stderr);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot load policies: %m");
+                        bad = true;
+                } else {
+                        if (diag.n > 0 || policies.n_rejected > 0)
+                                bad = true;
+                        else
+                                printf("policies: OK, %zu in use (%zu masked)\n", policies.n, policies.n_masked);
+                }
+                policy_set_done(&policies);
+                conf_diag_free(&diag);
+                config_done(&cfg);
+                return bad ? EXIT_CONFIG : EXIT_OK;
+        }
+
+        _cleanup_(manager_freep) Manager *m = NULL;
+        r = manager_new(&mo, &m);
+        if (r == -EBADMSG)
+                return EXIT_CONFIG;
+        if (r < 0)
+                return EXIT_FAIL;
+        if (log_level >= 0)
+                log_set_max_level(log_level);
+        r = manager_startup(m);
+        if (r == -ENODEV)
+                return EXIT_NO_KSM;
+        if (r < 0)
+                return EXIT_FAIL;
+        r = manager_run(m);
+        return r < 0 ? EXIT_FAIL : EXIT_OK;
+}

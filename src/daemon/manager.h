@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "conf.h"
+#include "decisions.h"
+#include "discovery.h"
+#include "knobs.h"
+#include "ksmd.h"
+#include "merge.h"
+#include "plan.h"
+#include "probe.h"
+#include "root.h"
+#include "snapshot-collect.h"
+#include "state-dump.h"
+#include "tuner.h"
+
+/* What the daemon may change, set by an administrator over the bus (SetMode)
+ * and kept for the life of the process (a restart starts in auto). Every
+ * stage that writes to the kernel or to a process asks manager_may_tune() /
+ * manager_may_act_on_processes() first. */
+typedef enum ManagerMode {
+        MANAGER_MODE_AUTO,      /* tune ksmd and switch merging per policy */
+        MANAGER_MODE_TUNE_ONLY, /* tune ksmd; leave every process's merging as it is */
+        MANAGER_MODE_OBSERVE,   /* decide and report only: a dry run at runtime */
+        _MANAGER_MODE_MAX,
+        _MANAGER_MODE_INVALID = -22,
+} ManagerMode;
+
+const char *manager_mode_to_string(ManagerMode m);
+ManagerMode manager_mode_from_string(const char *s);
+
+typedef struct ManagerBus ManagerBus;
+
+/* The manager owns every stage (DESIGN.md §3) and is the only module that
+ * sees them all: sources -> snapshot -> model -> classify/controller -> plan
+ * -> actuators -> report. Everything else reads from it. */
+typedef struct Manager {
+        sd_event *event;
+        sd_event_source *tick_source;
+        sd_event_source *watchdog_source;
+
+        char *config_path;
+        bool config_found;
+        Config config;
+        bool dry_run_forced;            /* --dry-run overrides DryRun= */
+
+        Root *root;
+        Probe probe;
+        KnobJournal knobs;
+        KsmdSampler *ksmd_sampler;
+        Tuner *tuner;                   /* model + controller + tracefs: the tuning stage */
+        uint64_t next_tick_usec;        /* interval the tuner asked for */
+        int ksmd_pid;
+
+        Snapshot snapshot;              /* latest */
+        Snapshot previous;              /* the one before, for rates */
+        bool have_previous;
+        uint64_t tick_count;
+        uint64_t watchdog_usec;
+        bool ready_sent;
+        int last_knob_error[_KSM_KEY_MAX]; /* to log a refused write once, not every tick */
+        uint64_t dry_run_said[_KSM_KEY_MAX]; /* "would set" value logged per knob, to say it once */
+        uint64_t dry_run_said_mask;
+        DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
+
+        /* Set over the bus (Pause/Resume/SetMode), applied from the next tick.
+         * Paused: hands off — no knob write, no process action, knobs stay
+         * where they are (an administrator can set them by hand meanwhile);
+         * measuring and reporting go on. */
+        ManagerMode mode;
+        bool paused;
+        ManagerBus *bus;                /* NULL until manager_bus_attach() */
+        Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
+        LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
+        MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
+} Manager;
+
+typedef struct ManagerOptions {
+        const char *config_path;
+        const char *root_prefix;        /* NULL: the real system */
+        bool dry_run;
+} ManagerOptions;
+
+int manager_new(const ManagerOptions *o, Manager **ret);
+Manager *manager_free(Manager *m);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
+
+/* Probes the kernel, prepares the runtime directory, installs signal
+ * handlers and timers. */
+int manager_startup(Manager *m);
+/* Runs the loop until SIGTERM/SIGINT; restores knobs on the way out. */
+int manager_run(Manager *m);
+/* Re-reads the configuration; keeps the old one when the new one is broken. */
+int manager_reload(Manager *m);
+/* One pass of the data flow; exposed so tests can drive it. */
+int manager_tick(Manager *m);
+/* Puts changed knobs back unless RestoreKnobsOnExit=no. */
+int manager_restore(Manager *m);
+
+/* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
+ * mode observe. */
+static inline bool manager_dry_run(const Manager *m) {
+        return m->dry_run_forced || m->config.dry_run || m->mode == MANAGER_MODE_OBSERVE;
+}
+/* Whether this tick may plan knob changes at all (paused: no). */
+static inline bool manager_may_tune(const Manager *m) {
+        return !m->paused;
+}
+/* Whether this tick may switch any process's merging on or off. */
+static inline bool manager_may_act_on_processes(const Manager *m) {
+        return !m->paused && m->mode == MANAGER_MODE_AUTO;
+}

@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <pwd.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "policy-load.h"
+#include "util.h"
+
+
+static void policy_init(Policy *p) {
+        *p = (Policy) {
+                .line = 1,
+                .mode = POLICY_MODE_AUTO,
+                .method = MERGE_METHOD_ANY,
+        };
+}
+
+/* Parsers of the [Match] keys. A bad value poisons the policy: the base
+ * pointer of the table is the Policy itself, so the item's offset finds the
+ * list and the parser reaches match_invalid through the PolicyMatchItem. */
+typedef struct MatchData {
+        size_t invalid_offset;
+} MatchData;
+
+static const MatchData match_data = { offsetof(Policy, match_invalid) };
+
+static bool *invalid_flag(void *dst, size_t list_offset, const void *data) {
+        const MatchData *md = data;
+        return (bool *) ((char *) dst - list_offset + md->invalid_offset);
+}
+
+static int parse_globs(const ConfContext *c, const char *value, void *dst, const void *data, size_t offset) {
+        PolicyGlobs *g = dst;
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        if (isempty(value)) {
+                g->globs = strv_free(g->globs);
+                return 0;
+        }
+        r = strv_split_whitespace(value, &l);
+        if (r < 0)
+                return r;
+        for (char **s = l; *s; s++)
+                if (strlen(*s) > 4096) {
+                        *invalid_flag(dst, offset, data) = true;
+                        return conf_bad_value(c, *s, "glob too long; this policy will match nothing");
+                }
+        return strv_push_all(&g->globs, TAKE_PTR(l));
+}
+
+#define GLOB_PARSER(field)                                                                            \
+        static int parse_globs_##field(const ConfContext *c, const char *value, void *dst, const void *data) { \
+                return parse_globs(c, value, dst, data, offsetof(Policy, field));                     \
+        }
+GLOB_PARSER(cgroup)
+GLOB_PARSER(comm)
+GLOB_PARSER(exe)
+GLOB_PARSER(unit)
+GLOB_PARSER(vm)
+
+/* Cmdline=: command lines hold spaces, so the whole value is one glob; the
+ * key repeated adds another. */
+static int parse_glob_cmdline(const ConfContext *c, const char *value, void *dst, const void *data) {
+        PolicyGlobs *g = dst;
+        if (isempty(value)) {
+                g->globs = strv_free(g->globs);
+                return 0;
+        }
+        if (strlen(value) > 4096) {
+                *invalid_flag(dst, offsetof(Policy, cmdline), data) = true;
+                return conf_bad_value(c, value, "glob too long; this policy will match nothing");
+        }
+        char *s = strdup(value);
+        if (!s)
+                return -ENOMEM;
+        return strv_push(&g->globs, s);
+}
+
+static int parse_users(const ConfContext *c, const char *value, void *dst, const void *data) {
+        PolicyUsers *u = dst;
+        _cleanup_strv_free_ char **l = NULL;
+        int r;
+
+        if (isempty(value)) {
+                u->uids = (free(u->uids), NULL);
+                u->n = 0;
+                return 0;
+        }
+        r = strv_split_whitespace(value, &l);
+        if (r < 0)
+                return r;
+        for (char **s = l; *s; s++) {
+                unsigned uid;
+                if (safe_atou(*s, &uid) < 0 || uid == (unsigned) -1) {
+                        /* Names are resolved once at load: classification is pure. */
+                        struct passwd pw, *res = NULL;
+                        char buf[4096];
+                        int k = getpwnam_r(*s, &pw, buf, sizeof buf, &res);
+                        if (k != 0 || !res) {
+                                *invalid_flag(dst, offsetof(Policy, users), data) = true;
+                                return conf_bad_value(c, *s, k ? "cannot look up user" :
+                                                      "no such user; this policy will match nothing");
+                        }
+                        uid = res->pw_uid;
+                }
+                uid_t *n = realloc(u->uids, sizeof *n * (u->n + 1));
+                if (!n)
+                        return -ENOMEM;
+                u->uids = n;
+                u->uids[u->n++] = (uid_t) uid;
+        }
+        return 0;
+}
+
+/* Up to 1 TiB of anonymous memory, and a week of age: beyond is a typo. */
+static const ConfRange anon_range = { 0, UINT64_C(1) << 20 };
+static const ConfRange age_range = { 0, 7 * 24 * 3600 * USEC_PER_SEC };
+
+#define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Policy, field), data }
+
+const ConfItem policy_table[] = {
+        ITEM("Match", "Cgroup", parse_globs_cgroup, cgroup, &match_data),
+        ITEM("Match", "Comm", parse_globs_comm, comm, &match_data),
+        ITEM("Match", "Exe", parse_globs_exe, exe, &match_data),
+        ITEM("Match", "Unit", parse_globs_unit, unit, &match_data),
+        ITEM("Match", "VM", parse_globs_vm, vm, &match_data),
+        ITEM("Match", "User", parse_users, users, &match_data),
+        ITEM("Match", "Cmdline", parse_glob_cmdline, cmdline, &match_data),
+        ITEM("Merge", "Mode", conf_parse_enum, mode, policy_mode_names),
+        ITEM("Merge", "Method", conf_parse_enum, method, merge_method_names),
+        ITEM("Merge", "MinAnonMiB", conf_parse_u64, min_anon_mib, &anon_range),
+        ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
+};
+
+const size_t policy_table_size = ELEMENTSOF(policy_table);
+
+static void *section_base(void *userdata, const char *section, unsigned line) {
+        Policy *p = userdata;
+        if (strcasecmp(section, "Match") == 0 && p->line == 1 && line > 0)
+                p->line = line;
+        return p;
+}
+
+/* An empty file or a symlink to /dev/null only masks (as in systemd). */
+static bool is_mask(const struct stat *st) {
+        return (S_ISREG(st->st_mode) && st->st_size == 0) ||
+               (S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3));
+}
+
+int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
+        _cleanup_fclose_ FILE *f = NULL;
+        struct stat st;
+        Policy p;
+        int r;
+
+        f = fopen(path, "re");
+        if (!f)
+                return negative_errno();
+        if (fstat(fileno(f), &st) < 0)
+                return negative_errno();
+        policy_init(&p);
+        p.path = strdup(path);
+        const char *slash = strrchr(path, '/');
+        p.name = strdup(slash ? slash + 1 : path);
+        if (!p.path || !p.name) {
+                policy_done(&p);
+                return -ENOMEM;
+        }
+        if (is_mask(&st)) {
+                *ret = p;
+                return 1;
+        }
+        if (!S_ISREG(st.st_mode)) {
+                conf_diag_add(diag, path, 0, NULL, "not a regular file, rejected");
+                policy_done(&p);
+                return -EBADMSG;
+        }
+        /* A policy decides what a root daemon does to other users'
+         * processes (ptrace injection included): only root may write one. */
+        if (geteuid() == 0 && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
+                conf_diag_add(diag, path, 0, NULL, "%s, rejected (only root may write a policy)",
+                              st.st_uid != 0 ? "not owned by root" : "writable by group or others");
+                policy_done(&p);
+                return -EPERM;
+        }
+        ConfParseOptions opts = { .section_base = section_base, .userdata = &p };
+        r = conf_parse_file(f, path, policy_table, policy_table_size, &p, &opts, diag);
+        if (r < 0) {
+                policy_done(&p);
+                return r;
+        }
+        /* An unedited copy of the template must not merge the whole host. */
+        if (!p.match_invalid && !p.cgroup.globs && !p.comm.globs && !p.exe.globs && !p.unit.globs &&
+            !p.vm.globs && !p.cmdline.globs && p.users.n == 0) {
+                conf_diag_add(diag, path, p.line, NULL,
+                              "[Match] has no keys: this policy matches nothing (Cgroup=* matches every process)");
+                p.match_invalid = true;
+        }
+        *ret = p;
+        return 0;
+}
+
+static int strv_copy(char **l, char ***ret) {
+        char **n = NULL;
+        for (char **s = l; s && *s; s++) {
+                char *d = strdup(*s);
+                if (!d || strv_push(&n, d) < 0) {
+                        strv_free(n);
+                        return -ENOMEM;
+                }
+        }
+        *ret = n;
+        return 0;
+}
+
+static int policy_copy(const Policy *src, Policy *ret) {
+        Policy p = *src;
+        p.path = strdup(src->path);
+        p.name = strdup(src->name);
+        p.cgroup.globs = p.comm.globs = p.exe.globs = p.unit.globs = p.vm.globs = p.cmdline.globs = NULL;
+        p.users.uids = NULL;
+        int r = 0;
+        if (!p.path || !p.name)
+                r = -ENOMEM;
+        if (r >= 0)
+                r = strv_copy(src->cgroup.globs, &p.cgroup.globs);
+        if (r >= 0)
+                r = strv_copy(src->comm.globs, &p.comm.globs);
+        if (r >= 0)
+                r = strv_copy(src->exe.globs, &p.exe.globs);
+        if (r >= 0)
+                r = strv_copy(src->unit.globs, &p.unit.globs);
+        if (r >= 0)
+                r = strv_copy(src->vm.globs, &p.vm.globs);
+        if (r >= 0)
+                r = strv_copy(src->cmdline.globs, &p.cmdline.globs);
+        if (r >= 0 && src->users.n) {
+                p.users.uids = malloc(sizeof(uid_t) * src->users.n);
+                if (!p.users.uids)
+                        r = -ENOMEM;
+                else
+                        memcpy(p.users.uids, src->users.uids, sizeof(uid_t) * src->users.n);
+        }
+        if (r < 0) {
+                policy_done(&p);
+                return r;
+        }
+        *ret = p;
+        return 0;
+}
+
+typedef struct Found {
+        char *name;
+        char *path;
+} Found;
+
+static int found_cmp(const void *a, const void *b) {
+        return strcmp(((const Found *) a)->name, ((const Found *) b)->name);
+}
+
+static void found_free(Found *f, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                free(f[i].name);
+                free(f[i].path);
+        }
+        free(f);
+}
+
+/* Collects *.policy names over dirs; the first directory that has a name wins. */
+static int collect(char *const *dirs, Found **ret, size_t *ret_n, size_t *ret_masked, ConfDiag *diag) {
+        Found *f = NULL;
+        size_t n = 0, masked = 0;
+
+        for (char *const *d = dirs; d && *d; d++) {
+                DIR *dir = opendir(*d);
+                if (!dir) {
+                        /* A missing directory is normal; an unreadable one is not. */
+                        if (errno != ENOENT)
+                                conf_diag_add(diag, *d, 0, NULL, "cannot open policy directory: %s", strerror(errno));
+                        continue;
+                }
+                for (struct dirent *de; (de = readdir(dir));) {
+                        bool dup = false;
+                        if (de->d_name[0] == '.' || !endswith(de->d_name, ".policy"))
+                                continue;
+                        for (size_t i = 0; i < n && !dup; i++)
+                                dup = streq(f[i].name, de->d_name);
+                        if (dup) {
+                                masked++;
+                                continue;
+                        }
+                        Found *nf = realloc(f, sizeof *nf * (n + 1));
+                        if (!nf) {
+                                closedir(dir);
+                                found_free(f, n);
+                                return -ENOMEM;
+                        }
+                        f = nf;
+                        f[n].name = strdup(de->d_name);
+                        f[n].path = NULL;
+                        if (!f[n].name || asprintf(&f[n].path, "%s/%s", *d, de->d_name) < 0) {
+                                free(f[n].name);
+                                closedir(dir);
+                                found_free(f, n);
+                                return -ENOMEM;
+                        }
+                        n++;
+                }
+                closedir(dir);
+        }
+        if (n > 0)
+                qsort(f, n, sizeof *f, found_cmp);
+        *ret = f;
+        *ret_n = n;
+        *ret_masked = masked;
+        return 0;
+}
+
+static const Policy *find_previous(const PolicySet *prev, const char *path) {
+        for (size_t i = 0; prev && i < prev->n; i++)
+                if (streq(prev->policies[i].path, path))
+                        return &prev->policies[i];
+        return NULL;
+}
+
+int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret, ConfDiag *diag) {
+        PolicySet s = {};
+        Found *found = NULL;
+        size_t n_found = 0;
+        int r;
+
+        r = collect(dirs, &found, &n_found, &s.n_masked, diag);
+        if (r < 0)
+                return r;
+        s.policies = calloc(MAX(n_found, 1), sizeof *s.policies);
+        if (!s.policies) {
+                found_free(found, n_found);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n_found; i++) {
+                Policy p;
+                r = policy_load_file(found[i].path, &p, diag);
+                if (r == -ENOMEM)
+                        break;
+                if (r == 1) { /* mask only */
+                        policy_done(&p);
+                        s.n_masked++;
+                        continue;
+                }
+                if (r >= 0) {
+                        s.policies[s.n++] = p;
+                        continue;
+                }
+                if (r != -EBADMSG && r != -EPERM)
+                        conf_diag_add(diag, found[i].path, 0, NULL, "cannot be read (%s), rejected",
+                                      strerror(-r));
+                const Policy *old = find_previous(previous, found[i].path);
+                if (old) {
+                        r = policy_copy(old, &s.policies[s.n]);
+                        if (r < 0)
+                                break;
+                        s.n++;
+                        conf_diag_add(diag, found[i].path, 0, NULL, "keeping the previous version of this policy");
+                } else
+                        s.n_rejected++;
+                r = 0;
+        }
+        found_free(found, n_found);
+        if (r == -ENOMEM) {
+                policy_set_done(&s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "ksm-sysfs.h"
+#include "log.h"
+#include "process-read.h"
+#include "tracefs.h"
+#include "tuner.h"
+#include "util.h"
+
+/* What one read of trace_pipe may take on the loop: ksm_enter lines are
+ * ~90 bytes, so this is thousands of them; a window's worth is read with
+ * the larger budget once the window is closed. */
+#define PIPE_READ_BUDGET (256 * 1024)
+#define WINDOW_READ_BUDGET (4 * 1024 * 1024)
+/* Without contention in sight a window is still taken now and then, to
+ * learn the kernel's locking core and catch trylock failures (which do not
+ * show as blocked time). */
+#define QUIET_WINDOW_FACTOR 10
+/* A window is cut short when ksmd scans fast: every scanned page costs it
+ * about two mmap lock acquisitions (the page walk and the merge), each two
+ * events, so at 250,000 pages/s a 200 ms window would overflow the ring and
+ * cost the daemon tens of ms of parsing. Aim at this many ksmd events. */
+#define WINDOW_KSMD_EVENTS 50000.0
+#define WINDOW_MIN_USEC (10 * USEC_PER_MSEC)
+#define MAINTENANCE_SAMPLE_FACTOR 5
+/* Windows while bursting: every BURST_WINDOW_GAP for the first
+ * BURST_WINDOWS of a burst, every BURST_WINDOW_SLOW_GAP after. */
+#define BURST_WINDOW_GAP_USEC (500 * USEC_PER_MSEC)
+#define BURST_WINDOWS 4
+#define BURST_WINDOW_SLOW_GAP_USEC (5 * USEC_PER_SEC)
+/* A full scan's end wakes the controller during a burst, but not more often
+ * than this: a small set is scanned hundreds of times a second, and there
+ * a scan's end is no moment to catch. */
+#define SCAN_END_MIN_GAP_USEC (20 * USEC_PER_MSEC)
+
+/* Recent ksm_enter events, for the contenders' age in full scans. */
+#define RECENT_ENTERS 64
+
+struct Tuner {
+        sd_event *event;
+        Root *root;
+        int ksmd_pid;
+        void (*wake)(void *userdata);
+        void *userdata;
+
+        Model model;
+        Controller controller;
+        bool started;
+
+        Tracer *tracer;
+        sd_event_source *pipe_source;
+        sd_event_source *window_source;
+        uint64_t window_start_usec;
+        double window_scale;            /* of the computed length: shrinks after a window overflowed */
+        unsigned burst_windows;         /* windows taken in the current burst */
+        uint64_t window_scanned_before;
+        ContentionWindow window;
+        bool collecting;                /* lines read now belong to the window */
+        KsmLockCore logged_core;
+        uint64_t created_usec;
+        uint64_t lost_logged;
+        struct {
+                int pid;
+                uint64_t full_scans;
+        } enters[RECENT_ENTERS];
+        unsigned n_enters;              /* ring: the newest at (n_enters - 1) % RECENT_ENTERS */
+};
+
+static void on_trace_event(const TraceEvent *e, void *userdata) {
+        Tuner *t = userdata;
+
+        if (t->collecting)
+                contention_window_add(&t->window, e);
+        if (e->type == TRACE_EVENT_KSM_STOP_SCAN) {
+                /* ksmd ended its batch with the scan and sleeps now for
+                 * sleep_millisecs: a burst that this scan ends must change
+                 * the knobs before it starts the next one at burst rate
+                 * (measured in S4: the 100000-page batch after a late
+                 * back-off cost ~0.2 s of ksmd CPU). */
+                TuneMode mode = t->controller.mode;
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                if ((mode == TUNE_MODE_BURST || mode == TUNE_MODE_DECAY) && t->wake &&
+                    now - t->model.time_usec >= SCAN_END_MIN_GAP_USEC)
+                        t->wake(t->userdata);
+                return;
+        }
+        if (e->type == TRACE_EVENT_KSM_ENTER) {
+                int pid = e->tgid > 0 ? e->tgid : e->pid;
+                char comm[17];
+                _cleanup_close_ int dfd = -EBADF;
+                _cleanup_free_ char *c = NULL;
+
+                strscpy(comm, sizeof comm, e->comm);
+                /* The trace's comm cache may say "<...>"; the process, if it
+                 * is still there, knows better (comm never takes the mmap
+                 * lock). */
+                if (root_open_pid_dir(t->root, pid, &dfd) >= 0 && read_one_line_at(dfd, "comm", &c) >= 0)
+                        strscpy(comm, sizeof comm, c);
+                model_note_ksm_enter(&t->model, now_usec(CLOCK_MONOTONIC), pid, comm);
+                t->enters[t->n_enters % RECENT_ENTERS].pid = pid;
+                t->enters[t->n_enters % RECENT_ENTERS].full_scans = t->model.full_scans;
+                t->n_enters++;
+                log_debug("ksm_enter: pid %d (%s) made memory mergeable", pid, comm);
+                if (t->wake)
+                        t->wake(t->userdata);
+        }
+}
+
+static int on_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Tuner *t = userdata;
+        int r = tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read the tracefs instance's trace_pipe, no longer watching ksm_enter: %m");
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+        }
+        return 0;
+}
+
+/* Fills what the trace cannot know about a contender: how much of its
+ * memory is merged (ksm_merging_pages is lock-free, unlike ksm_stat) and
+ * its start time, to guard the action against pid reuse. */
+static void contender_facts(Tuner *t, ModelContender *x) {
+        ProcStat st;
+        uint64_t pages;
+
+        if (process_read_brief(t->root, x->pid, &st, &pages) < 0)
+                return;
+        x->start_time_ticks = st.start_time_ticks;
+        strscpy(x->comm, sizeof x->comm, st.comm);
+        if (pages != UINT64_MAX)
+                x->merging_pages = (int64_t) pages;
+        for (unsigned i = 0; i < MIN(t->n_enters, (unsigned) RECENT_ENTERS); i++)
+                if (t->enters[i].pid == x->pid && (!x->entered_seen || t->enters[i].full_scans > x->entered_full_scans)) {
+                        x->entered_seen = true;
+                        x->entered_full_scans = t->enters[i].full_scans;
+                }
+}
+
+static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
+        Tuner *t = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC), scanned = 0;
+        int r;
+
+        (void) tracer_window_stop(t->tracer);
+        r = tracer_read(t->tracer, WINDOW_READ_BUDGET, on_trace_event, t);
+        t->collecting = false;
+        if (r < 0)
+                log_debug_errno(r, "Cannot read the contention window: %m");
+        (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
+        (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
+        if (r < 0)
+                return 0;
+
+        if (ksm_sysfs_read_one(t->root, KSM_PAGES_SCANNED, &scanned) >= 0 && scanned >= t->window_scanned_before)
+                scanned -= t->window_scanned_before;
+        else
+                scanned = 0;
+        model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
+        for (size_t i = 0; i < t->model.n_contenders; i++)
+                contender_facts(t, &t->model.contenders[i]);
+
+        const ContentionWindow *w = &t->window;
+        log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
+                  " scanned pages, ksmd waited %.0f%% of %" PRIu64 " ms, %zu contenders, %" PRIu64 " lost",
+                  w->events, w->ksmd_acquired, w->ksmd_trylock_failures, scanned,
+                  t->model.window_ksmd_blocked_fraction * 100.0, (now - t->window_start_usec) / USEC_PER_MSEC,
+                  t->model.n_contenders, w->lost_events);
+        if (t->model.lock_core != t->logged_core) {
+                log_info("ksmd's mmap locking: %s (%" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
+                         " failed trylocks)",
+                         ksm_lock_core_to_string(t->model.lock_core), w->ksmd_acquired, scanned,
+                         w->ksmd_trylock_failures);
+                t->logged_core = t->model.lock_core;
+        }
+        /* The writers' events fill the ring too, and their rate is not
+         * known beforehand (a process looping mmap/munmap wrote ~400,000
+         * a second and overflowed a 98 ms window): a window that lost
+         * events halves the next one, a clean one lets it grow back. */
+        t->window_scale = w->lost_events > 0 ? MAX(t->window_scale / 2, 1.0 / 64)
+                                             : MIN(t->window_scale * 1.25, 1.0);
+        if (w->lost_events > 0 && t->lost_logged++ == 0)
+                log_notice("Contention window lost %" PRIu64 " trace events (ring full); figures are a lower bound.",
+                           w->lost_events);
+        return 0;
+}
+
+static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *cfg) {
+        const ModelTick *tick = model_tick(&t->model, 0);
+        uint64_t now = s->time_usec, interval = cfg->contention_interval_usec;
+        int r;
+
+        if (!tracer_has_mmap_lock_events(t->tracer) || t->ksmd_pid <= 0 || tracer_window_active(t->tracer))
+                return;
+        if (!tick || !tick->run || tick->scanned_pages == 0)
+                return;         /* ksmd idle: nothing to learn */
+        bool bursting = t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY;
+        if (bursting) {
+                /* A window early in every burst and every second while it
+                 * lasts, whatever the samples say:
+                 * a ksmd waiting for an mmap_lock whose writer is running
+                 * spins (rwsem optimistic spinning) and shows as R, not D.
+                 * Measured on 6.18, S2 with one churn thread: the samples
+                 * saw ksmd blocked 0.1% of the time while its CPU per page
+                 * tripled and the contender fell to a seventh of its rate;
+                 * the trace window times the wait itself. The window is cut
+                 * to the scan rate (WINDOW_KSMD_EVENTS), so each costs a
+                 * parse of up to ~30,000 events; one window alone proved
+                 * too little (a window at a burst's start, in ksmd's fast
+                 * checksum pass, saw 2-10% waiting where the next pass
+                 * waited 40-65% of the time). */
+                if (t->window_start_usec < t->controller.mode_since_usec)
+                        t->burst_windows = 0;   /* the first of this burst: at once */
+                else if (now - t->window_start_usec <
+                         (t->burst_windows < BURST_WINDOWS ? BURST_WINDOW_GAP_USEC : BURST_WINDOW_SLOW_GAP_USEC))
+                        return;
+                t->burst_windows++;
+                interval = 0;
+        } else if (t->model.blocked_fraction * 100.0 < cfg->contention_min_blocked_percent) {
+                /* Nothing suggests contention: an occasional window, and
+                 * no more during a burst, when every lock call of a fast
+                 * ksmd would be traced for nothing. */
+                if (bursting)
+                        return;
+                interval *= QUIET_WINDOW_FACTOR;
+                /* The first quiet window comes one quiet interval after
+                 * start, not at once: on a busy host a window traces every
+                 * task's write locks, and there is no reason for one yet. */
+                if (t->window_start_usec == 0 && now - t->created_usec < interval)
+                        return;
+        }
+        if (t->window_start_usec != 0 && now - t->window_start_usec < interval)
+                return;
+
+        contention_window_init(&t->window, t->ksmd_pid);
+        /* ksm_enter lines already buffered belong to no window */
+        (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
+        r = tracer_window_start(t->tracer, t->ksmd_pid);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot start a contention window: %m");
+                t->window_start_usec = now;
+                return;
+        }
+        t->collecting = true;
+        t->window_start_usec = now_usec(CLOCK_MONOTONIC);
+        t->window_scanned_before = s->ksm.value[KSM_PAGES_SCANNED];
+        /* The pipe is read in one go when the window closes, not woken for
+         * every one of its events. */
+        (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_OFF);
+        /* the faster of what ksmd just did and what it was just told to do */
+        double rate = tick->dt_usec ? (double) tick->scanned_pages * USEC_PER_SEC / (double) tick->dt_usec : 0;
+        rate = MAX(rate, t->controller.rate_pages_per_sec);
+        uint64_t len = cfg->contention_window_usec;
+        if (rate > 0)
+                len = MIN((uint64_t) (WINDOW_KSMD_EVENTS / (4.0 * rate) * USEC_PER_SEC), len);
+        len = MAX((uint64_t) ((double) len * t->window_scale), WINDOW_MIN_USEC);
+        (void) sd_event_source_set_time(t->window_source, t->window_start_usec + len);
+        (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_ONESHOT);
+}
+
+int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, void (*wake)(void *userdata),
+              void *userdata, Tuner **ret) {
+        _cleanup_(tuner_freep) Tuner *t = NULL;
+        const TuningConfig *cfg = &config->tuning;
+        bool mounted = false;
+        int r;
+
+        t = calloc(1, sizeof *t);
+        if (!t)
+                return -ENOMEM;
+        t->event = sd_event_ref(event);
+        t->root = root;
+        t->ksmd_pid = ksmd_pid;
+        t->wake = wake;
+        t->userdata = userdata;
+        t->created_usec = now_usec(CLOCK_MONOTONIC);
+        t->window_scale = 1.0;
+        model_init(&t->model, page_size(), cfg->min_gain_pages);
+        controller_init(&t->controller, cfg, now_usec(CLOCK_MONOTONIC));
+
+        if (!cfg->tracepoints) {
+                log_info("Tracepoints=no: tuning from KSM counters and ksmd samples only.");
+                *ret = TAKE_PTR(t);
+                return 0;
+        }
+        r = tracer_open(root, cfg->mount_tracefs, &t->tracer, &mounted);
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0) {
+                log_notice_errno(r, "No private tracefs instance (%m): new mergeable memory is noticed from "
+                                    "KSM counters only, and mmap lock holders are not attributed.");
+                *ret = TAKE_PTR(t);
+                return 0;
+        }
+        if (mounted)
+                log_notice("tracefs was not mounted; mounted it at %s.", root->tracefs_path);
+
+        r = sd_event_add_io(event, &t->pipe_source, tracer_fd(t->tracer), EPOLLIN, on_pipe, t);
+        if (r < 0)
+                return r;
+        /* 1 ms accuracy: at the default 250 ms a window cut to 10 ms for a
+         * fast ksmd would run up to 260 ms and overflow the ring. */
+        r = sd_event_add_time(event, &t->window_source, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_MSEC, on_window_end, t);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
+        log_info("Private tracefs instance %s/%s: watching ksm_enter%s.", root->tracefs_path, tracer_name(t->tracer),
+                 tracer_has_mmap_lock_events(t->tracer) ? ", sampling mmap_lock contention" : "");
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+Tuner *tuner_free(Tuner *t) {
+        if (!t)
+                return NULL;
+        sd_event_source_disable_unref(t->pipe_source);
+        sd_event_source_disable_unref(t->window_source);
+        tracer_free(t->tracer);
+        sd_event_unref(t->event);
+        free(t);
+        return NULL;
+}
+
+int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *log, Plan *plan,
+               uint64_t *ret_next_usec) {
+        const TuningConfig *cfg = &config->tuning;
+        ControllerDecisions d = {};
+        int r;
+
+        if (!t || !s->ksm_present) {
+                *ret_next_usec = config->interval_usec;
+                return 0;
+        }
+        t->model.min_gain_pages = MAX(cfg->min_gain_pages, UINT64_C(1));
+        model_update(&t->model, s);
+
+        const ModelTick *tick = model_tick(&t->model, 0);
+        if (tick)
+                log_debug("tick: %s scanned %" PRIu64 " full_scans +%" PRIu64 " sharing %+" PRIi64 " rmap %+" PRIi64
+                          " (%" PRIu64 " items, %" PRIu64 " volatile) cpu %.1f ms (%.0f ns/page) blocked %.0f%% scans_without_gain %" PRIu64
+                          " allowance %.2f s",
+                          tune_mode_to_string(t->controller.mode), tick->scanned_pages, tick->full_scans,
+                          tick->sharing_delta, tick->rmap_delta, t->model.rmap_items, t->model.pages_volatile,
+                          (double) tick->ksmd_cpu_nsec / 1e6, model_cpu_nsec_per_page(&t->model),
+                          tick->blocked_fraction * 100.0, t->model.scans_without_gain,
+                          t->controller.allowance_nsec / 1e9);
+        r = controller_decide(&t->controller, &t->model, cfg, s->time_usec, plan, &d);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < d.n; i++) {
+                decision_log_add(log, d.d[i].kind, "%s", d.d[i].text);
+                log_info("%s", d.d[i].text);
+        }
+
+        maybe_start_window(t, s, cfg);
+        *ret_next_usec = controller_next_interval_usec(&t->controller, cfg, config->interval_usec);
+        return 0;
+}
+
+uint64_t tuner_sample_interval_usec(const Tuner *t, uint64_t configured_usec) {
+        const ModelTick *tick;
+        if (!t)
+                return configured_usec;
+        if (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY)
+                return configured_usec;
+        tick = model_tick(&t->model, 0);
+        if (tick && tick->scanned_pages == 0)
+                return 0;
+        return configured_usec * MAINTENANCE_SAMPLE_FACTOR;
+}
+
+const Model *tuner_model(const Tuner *t) {
+        return &t->model;
+}
+
+const Controller *tuner_controller(const Tuner *t) {
+        return &t->controller;
+}

@@ -1,0 +1,25 @@
+#!/bin/sh
+# check-pure.sh STAMP LIB...: fails when a pure library (src/basic,
+# src/decide) calls a function that does I/O: files, sockets, processes,
+# mounts, ptrace, netlink, libsystemd. Formatting into a stream the caller
+# hands over (fprintf, fwrite, open_memstream) is allowed; opening one on a
+# file is not. Names the library, the object and the call. Run by the build
+# (src/decide/meson.build).
+set -eu
+stamp=$1; shift
+deny='^(open|open64|openat|openat64|creat|fopen|fopen64|fdopen|freopen|read|pread|pread64|readv|preadv|write|pwrite|pwrite64|writev|close|fread|fgets|getline|getdelim|readlink|readlinkat|opendir|fdopendir|readdir|readdir64|stat|fstat|fstatat|lstat|statx|unlink|unlinkat|rename|renameat|mkdir|mkdirat|socket|connect|bind|sendmsg|recvmsg|send|recv|ioctl|mount|umount2|ptrace|process_vm_readv|process_vm_writev|process_madvise|syscall|kill|tgkill|pidfd_open|pidfd_send_signal|waitpid|waitid|fork|vfork|execve|prctl|madvise|pthread_create|sd_[a-z_]+|nl_[a-z_]+|genl_[a-z_]+|ini_[a-z_]+)$'
+bad=0
+for lib in "$@"; do
+        nm -A -u "$lib" 2>/dev/null | awk '{print $1, $NF}' | while read -r where sym; do
+                case "$sym" in *@*) sym=${sym%%@*} ;; esac
+                if printf '%s\n' "$sym" | grep -Eq "$deny"; then
+                        echo "check-pure: ${where%:} calls $sym: the pure stages do no I/O (src/meson.build)" >&2
+                        echo bad
+                fi
+        done
+done > "$stamp.tmp"
+if grep -q bad "$stamp.tmp"; then
+        rm -f "$stamp.tmp"
+        exit 1
+fi
+mv "$stamp.tmp" "$stamp"

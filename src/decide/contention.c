@@ -1,0 +1,450 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "contention.h"
+#include "util.h"
+
+/* ---- the line parser (pure) ---- */
+
+static const char *skip_spaces(const char *p) {
+        while (*p == ' ' || *p == '\t')
+                p++;
+        return p;
+}
+
+/* Parses decimal digits at p into *ret; returns the end, NULL when none or
+ * on overflow. */
+static const char *parse_dec(const char *p, uint64_t *ret) {
+        uint64_t v = 0;
+        const char *s = p;
+        while (*p >= '0' && *p <= '9') {
+                unsigned d = (unsigned) (*p - '0');
+                if (v > (UINT64_MAX - d) / 10)
+                        return NULL;
+                v = v * 10 + d;
+                p++;
+        }
+        if (p == s)
+                return NULL;
+        *ret = v;
+        return p;
+}
+
+static const char *parse_hex(const char *p, uint64_t *ret) {
+        uint64_t v = 0;
+        const char *s = p;
+        if (p[0] == '0' && (p[1] == 'x' || p[1] == 'X'))
+                p += 2, s += 2;
+        while (isxdigit((unsigned char) *p)) {
+                if (v >> 60)
+                        return NULL;
+                v = (v << 4) | (uint64_t) (isdigit((unsigned char) *p) ? *p - '0' : (tolower((unsigned char) *p) - 'a' + 10));
+                p++;
+        }
+        if (p == s)
+                return NULL;
+        *ret = v;
+        return p;
+}
+
+/* "true"/"false" as the mmap_lock events print their bools; older kernels
+ * printed 1/0. */
+static int parse_bool_word(const char *v, size_t n, bool *ret) {
+        if ((n == 4 && strneq(v, "true", 4)) || (n == 1 && v[0] == '1'))
+                *ret = true;
+        else if ((n == 5 && strneq(v, "false", 5)) || (n == 1 && v[0] == '0'))
+                *ret = false;
+        else
+                return -EINVAL;
+        return 0;
+}
+
+/* "secs.frac" where frac has 1..9 digits (6 with the default clocks). */
+static const char *parse_timestamp(const char *p, uint64_t *ret_nsec) {
+        uint64_t secs, frac = 0;
+        unsigned digits = 0;
+
+        p = parse_dec(p, &secs);
+        if (!p || *p != '.' || secs > UINT64_MAX / NSEC_PER_SEC - 1)
+                return NULL;
+        p++;
+        while (*p >= '0' && *p <= '9') {
+                if (digits < 9) {
+                        frac = frac * 10 + (uint64_t) (*p - '0');
+                        digits++;
+                }
+                p++;
+        }
+        if (digits == 0)
+                return NULL;
+        for (; digits < 9; digits++)
+                frac *= 10;
+        *ret_nsec = secs * NSEC_PER_SEC + frac;
+        return p;
+}
+
+static int parse_mmap_lock_fields(const char *p, TraceEvent *e) {
+        bool have_mm = false, have_write = false, have_success = false;
+
+        while (*(p = skip_spaces(p))) {
+                const char *key = p, *eq, *val, *end;
+                size_t klen, vlen;
+
+                end = p + strcspn(p, " \t");
+                eq = memchr(key, '=', (size_t) (end - key));
+                if (!eq)
+                        return -EINVAL;
+                klen = (size_t) (eq - key);
+                val = eq + 1;
+                vlen = (size_t) (end - val);
+                if (klen == 2 && strneq(key, "mm", 2)) {
+                        const char *q = parse_hex(val, &e->mm);
+                        if (q != end)
+                                return -EINVAL;
+                        have_mm = true;
+                } else if (klen == 8 && strneq(key, "memcg_id", 8)) {
+                        const char *q = parse_dec(val, &e->memcg_id);
+                        if (q != end)
+                                return -EINVAL;
+                } else if (klen == 5 && strneq(key, "write", 5)) {
+                        if (parse_bool_word(val, vlen, &e->write) < 0)
+                                return -EINVAL;
+                        have_write = true;
+                } else if (klen == 7 && strneq(key, "success", 7)) {
+                        if (parse_bool_word(val, vlen, &e->success) < 0)
+                                return -EINVAL;
+                        have_success = true;
+                }
+                /* Other keys (memcg_path="..." on kernels before 6.14, which
+                 * may hold spaces inside its quotes) are not needed. */
+                else if (*val == '"') {
+                        const char *close = strchr(val + 1, '"');
+                        if (!close)
+                                return -EINVAL;
+                        end = close + 1;
+                }
+                p = end;
+        }
+        if (!have_mm || !have_write)
+                return -EINVAL;
+        if (e->type == TRACE_EVENT_ACQUIRE_RETURNED && !have_success)
+                return -EINVAL;
+        return 0;
+}
+
+/* Everything after "] ": "FLAGS TIMESTAMP: EVENT: FIELDS". */
+static int parse_after_cpu(const char *p, TraceEvent *e) {
+        static const struct {
+                const char *name;
+                TraceEventType type;
+        } names[] = {
+                { "mmap_lock_start_locking", TRACE_EVENT_START_LOCKING },
+                { "mmap_lock_acquire_returned", TRACE_EVENT_ACQUIRE_RETURNED },
+                { "mmap_lock_released", TRACE_EVENT_RELEASED },
+                { "ksm_enter", TRACE_EVENT_KSM_ENTER },
+                { "ksm_exit", TRACE_EVENT_KSM_EXIT },
+                { "ksm_stop_scan", TRACE_EVENT_KSM_STOP_SCAN },
+        };
+        const char *name;
+        size_t nlen;
+        bool known = false;
+
+        /* the irq/preempt flags column ("d..1.", "....."), absent with
+         * some trace options */
+        uint64_t ts;
+        const char *q;
+
+        p = skip_spaces(p);
+        q = parse_timestamp(p, &ts);
+        if (!q || *q != ':')
+                p = skip_spaces(p + strcspn(p, " "));
+        p = parse_timestamp(p, &e->time_nsec);
+        if (!p || *p != ':')
+                return -EINVAL;
+        p = skip_spaces(p + 1);
+        name = p;
+        nlen = strcspn(p, ": ");
+        if (nlen == 0 || p[nlen] != ':')
+                return -EINVAL;
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                if (strlen(names[i].name) == nlen && strneq(name, names[i].name, nlen)) {
+                        e->type = names[i].type;
+                        known = true;
+                        break;
+                }
+        if (!known)
+                return -ENOMSG;
+        p += nlen + 1;
+
+        if (e->type == TRACE_EVENT_KSM_STOP_SCAN) {
+                /* "seq 119002 rmap size 512" */
+                p = skip_spaces(p);
+                if (!startswith(p, "seq "))
+                        return -EINVAL;
+                p = parse_dec(skip_spaces(p + 4), &e->seq);
+                if (!p || !startswith(skip_spaces(p), "rmap size "))
+                        return -EINVAL;
+                p = parse_dec(skip_spaces(skip_spaces(p) + 10), &e->rmap_entries);
+                if (!p || *skip_spaces(p))
+                        return -EINVAL;
+                return 0;
+        }
+        if (e->type == TRACE_EVENT_KSM_ENTER || e->type == TRACE_EVENT_KSM_EXIT) {
+                p = skip_spaces(p);
+                if (!startswith(p, "mm "))
+                        return -EINVAL;
+                p = parse_hex(skip_spaces(p + 3), &e->mm);
+                if (!p || *skip_spaces(p))
+                        return -EINVAL;
+                return 0;
+        }
+        return parse_mmap_lock_fields(p, e);
+}
+
+/* The task column before "[CPU]": "comm-pid" or "comm-pid (  tgid)". The
+ * comm may itself hold '-', ' ', '(' or ']', so the pid is taken after the
+ * last '-'. Returns 0 when [s, end) is such a column. */
+static int parse_task_column(const char *s, const char *end, TraceEvent *e) {
+        const char *dash, *q;
+        uint64_t v = 0;
+
+        while (end > s && end[-1] == ' ')
+                end--;
+        e->tgid = -1;
+        if (end > s && end[-1] == ')') {
+                const char *open = end - 1;
+                while (open > s && *open != '(')
+                        open--;
+                if (*open != '(')
+                        return -EINVAL;
+                q = skip_spaces(open + 1);
+                if (*q == '-')          /* "(-------)": tgid not recorded */
+                        ;
+                else {
+                        q = parse_dec(q, &v);
+                        if (!q || *skip_spaces(q) != ')' || v > INT32_MAX)
+                                return -EINVAL;
+                        e->tgid = (int) v;
+                }
+                end = open;
+                while (end > s && end[-1] == ' ')
+                        end--;
+        }
+        dash = end;
+        while (dash > s && dash[-1] >= '0' && dash[-1] <= '9')
+                dash--;
+        if (dash == end || dash == s || dash[-1] != '-')
+                return -EINVAL;
+        q = parse_dec(dash, &v);
+        if (q != end || v > INT32_MAX)
+                return -EINVAL;
+        e->pid = (int) v;
+        s = skip_spaces(s);
+        size_t n = dash - 1 > s ? MIN((size_t) (dash - 1 - s), sizeof e->comm - 1) : 0;
+        memcpy(e->comm, s, n);
+        e->comm[n] = 0;
+        return 0;
+}
+
+int tracefs_parse_line(const char *line, size_t len, TraceEvent *ret) {
+        char buf[512];
+        const char *p;
+        TraceEvent e = {};
+
+        if (!line)
+                return -EINVAL;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+                len--;
+        if (len >= sizeof buf)
+                return -EINVAL;
+        memcpy(buf, line, len);
+        buf[len] = 0;
+        if (strlen(buf) != len) /* embedded NUL */
+                return -EINVAL;
+
+        p = skip_spaces(buf);
+        if (*p == 0 || *p == '#')
+                return -ENOMSG;
+
+        if (startswith(p, "CPU:")) {
+                const char *lost = strstr(p, "[LOST ");
+                uint64_t cpu, n;
+                const char *q = parse_dec(p + 4, &cpu);
+                if (!q || !lost || cpu > UINT32_MAX)
+                        return -EINVAL;
+                q = parse_dec(lost + 6, &n);
+                if (!q || !startswith(q, " EVENTS]"))
+                        return -EINVAL;
+                e.type = TRACE_EVENT_LOST;
+                e.cpu = (unsigned) cpu;
+                e.lost = n;
+                e.pid = e.tgid = -1;
+                *ret = e;
+                return 0;
+        }
+
+        /* Try every " [digits] " as the CPU column, leftmost first: a comm
+         * can contain one too, but then the rest does not parse. */
+        int r = -EINVAL;
+        for (const char *b = strchr(p, '['); b; b = strchr(b + 1, '[')) {
+                uint64_t cpu;
+                const char *q;
+                TraceEvent t = {};
+
+                if (b == buf || b[-1] != ' ')
+                        continue;
+                q = parse_dec(b + 1, &cpu);
+                if (!q || *q != ']' || q[1] != ' ' || cpu > UINT32_MAX)
+                        continue;
+                if (parse_task_column(buf, b, &t) < 0)
+                        continue;
+                t.cpu = (unsigned) cpu;
+                r = parse_after_cpu(q + 2, &t);
+                if (r == -EINVAL)
+                        continue;
+                if (r < 0)
+                        return r;
+                *ret = t;
+                return 0;
+        }
+        return r;
+}
+
+/* ---- the window (pure) ---- */
+
+void contention_window_init(ContentionWindow *w, int ksmd_pid) {
+        *w = (ContentionWindow) { .ksmd_pid = ksmd_pid };
+}
+
+static LockHolder *window_holder(ContentionWindow *w, uint64_t mm) {
+        for (size_t i = 0; i < w->n_holders; i++)
+                if (w->holders[i].mm == mm)
+                        return &w->holders[i];
+        if (w->n_holders >= CONTENTION_MAX_HOLDERS) {
+                w->dropped_holders++;
+                return NULL;
+        }
+        LockHolder *h = &w->holders[w->n_holders++];
+        *h = (LockHolder) { .mm = mm, .tgid = -1 };
+        return h;
+}
+
+void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
+        LockHolder *h;
+
+        if (e->type == TRACE_EVENT_LOST) {
+                w->lost_events += e->lost;
+                return;
+        }
+        if (e->type != TRACE_EVENT_START_LOCKING && e->type != TRACE_EVENT_ACQUIRE_RETURNED &&
+            e->type != TRACE_EVENT_RELEASED)
+                return;
+        if (w->events == 0 || e->time_nsec < w->first_nsec)
+                w->first_nsec = e->time_nsec;
+        if (e->time_nsec > w->last_nsec)
+                w->last_nsec = e->time_nsec;
+        w->events++;
+
+        if (e->pid == w->ksmd_pid && w->ksmd_pid > 0) {
+                if (w->ksmd_start_locking + w->ksmd_acquired == 0 || e->time_nsec < w->ksmd_first_nsec)
+                        w->ksmd_first_nsec = e->time_nsec;
+                if (e->time_nsec > w->ksmd_last_nsec)
+                        w->ksmd_last_nsec = e->time_nsec;
+                switch (e->type) {
+                case TRACE_EVENT_START_LOCKING:
+                        w->ksmd_start_locking++;
+                        w->ksmd_pending = true;
+                        w->ksmd_pending_mm = e->mm;
+                        w->ksmd_pending_nsec = e->time_nsec;
+                        break;
+                case TRACE_EVENT_ACQUIRE_RETURNED:
+                        h = window_holder(w, e->mm);
+                        w->ksmd_acquired++;
+                        if (h)
+                                h->ksmd_locks++;
+                        if (!e->success) {
+                                w->ksmd_trylock_failures++;
+                                if (h)
+                                        h->ksmd_trylock_failures++;
+                        }
+                        /* A trylock has no start_locking event; pair only
+                         * the blocking acquisition of the same mm. */
+                        if (w->ksmd_pending && w->ksmd_pending_mm == e->mm &&
+                            e->time_nsec >= w->ksmd_pending_nsec) {
+                                uint64_t wait = e->time_nsec - w->ksmd_pending_nsec;
+                                w->ksmd_wait_nsec += wait;
+                                if (h) {
+                                        h->ksmd_wait_nsec += wait;
+                                        if (wait >= CONTENTION_WAIT_THRESHOLD_NSEC)
+                                                h->ksmd_waits++;
+                                }
+                        }
+                        w->ksmd_pending = false;
+                        break;
+                default:
+                        break;
+                }
+                return;
+        }
+
+        if (!e->write)
+                return;
+        if (e->type == TRACE_EVENT_ACQUIRE_RETURNED && e->success) {
+                h = window_holder(w, e->mm);
+                if (!h)
+                        return;
+                h->write_locks++;
+                if (h->tgid < 0)
+                        h->tgid = e->tgid >= 0 ? e->tgid : e->pid;
+                if (!h->comm[0] || streq(h->comm, "<...>"))
+                        strscpy(h->comm, sizeof h->comm, e->comm);
+                h->memcg_id = e->memcg_id;
+                size_t i;
+                for (i = 0; i < w->n_pending; i++)
+                        if (w->pending[i].pid == e->pid)
+                                break;
+                if (i == w->n_pending) {
+                        if (w->n_pending >= CONTENTION_MAX_PENDING)
+                                return;
+                        w->n_pending++;
+                }
+                w->pending[i].pid = e->pid;
+                w->pending[i].mm = e->mm;
+                w->pending[i].since_nsec = e->time_nsec;
+        } else if (e->type == TRACE_EVENT_RELEASED) {
+                for (size_t i = 0; i < w->n_pending; i++) {
+                        if (w->pending[i].pid != e->pid || w->pending[i].mm != e->mm)
+                                continue;
+                        h = window_holder(w, e->mm);
+                        if (h && e->time_nsec >= w->pending[i].since_nsec)
+                                h->write_hold_nsec += e->time_nsec - w->pending[i].since_nsec;
+                        w->pending[i] = w->pending[--w->n_pending];
+                        break;
+                }
+        }
+}
+
+uint64_t contention_window_ksmd_span_nsec(const ContentionWindow *w) {
+        return w->ksmd_last_nsec > w->ksmd_first_nsec ? w->ksmd_last_nsec - w->ksmd_first_nsec : 0;
+}
+
+uint64_t contention_window_span_nsec(const ContentionWindow *w) {
+        return w->events ? w->last_nsec - w->first_nsec : 0;
+}
+
+const LockHolder *contention_window_worst(const ContentionWindow *w) {
+        const LockHolder *best = NULL;
+        for (size_t i = 0; i < w->n_holders; i++) {
+                const LockHolder *h = &w->holders[i];
+                if (h->ksmd_wait_nsec == 0 && h->ksmd_trylock_failures == 0)
+                        continue;
+                if (!best || h->ksmd_wait_nsec > best->ksmd_wait_nsec ||
+                    (h->ksmd_wait_nsec == best->ksmd_wait_nsec &&
+                     h->ksmd_trylock_failures > best->ksmd_trylock_failures))
+                        best = h;
+        }
+        return best;
+}

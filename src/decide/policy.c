@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <fnmatch.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy.h"
+#include "util.h"
+
+const char *const policy_mode_names[] = { "always", "auto", "never", NULL };
+
+const char *policy_mode_to_string(PolicyMode m) {
+        return (unsigned) m < _POLICY_MODE_MAX ? policy_mode_names[m] : "?";
+}
+
+void policy_done(Policy *p) {
+        free(p->path);
+        free(p->name);
+        strv_free(p->cgroup.globs);
+        strv_free(p->comm.globs);
+        strv_free(p->exe.globs);
+        strv_free(p->unit.globs);
+        strv_free(p->vm.globs);
+        strv_free(p->cmdline.globs);
+        free(p->users.uids);
+        *p = (Policy) {};
+}
+
+void policy_set_done(PolicySet *s) {
+        for (size_t i = 0; i < s->n; i++)
+                policy_done(&s->policies[i]);
+        free(s->policies);
+        *s = (PolicySet) {};
+}
+
+bool policy_cgroup_glob_match(const char *glob, const char *path) {
+        while (*glob == '/')
+                glob++;
+        while (*path == '/')
+                path++;
+        /* Try the path itself, then each ancestor: a VM's processes live in
+         * children of its scope (libvirt/emulator, libvirt/vcpu0). */
+        _cleanup_free_ char *copy = strdup(path);
+        if (!copy)
+                return false;
+        for (;;) {
+                if (fnmatch(glob, copy, FNM_PATHNAME) == 0)
+                        return true;
+                char *slash = strrchr(copy, '/');
+                if (!slash)
+                        return false;
+                *slash = 0;
+        }
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process.h"
+#include "util.h"
+
+const char *verdict_action_to_string(VerdictAction a) {
+        static const char *const names[_VERDICT_ACTION_MAX] = {
+                [VERDICT_LEAVE_ALONE] = "leave-alone",
+                [VERDICT_MERGE] = "merge",
+                [VERDICT_WAIT] = "wait",
+                [VERDICT_DONT_MERGE] = "dont-merge",
+        };
+        return (unsigned) a < _VERDICT_ACTION_MAX ? names[a] : "?";
+}
+
+const char *verdict_refuses_change(const Verdict *v) {
+        if (v->action == VERDICT_LEAVE_ALONE || v->method == MERGE_METHOD_NONE)
+                return "its policy does not let the daemon change it";
+        return NULL;
+}
+
+const char *verdict_refuses_controller(const Verdict *v, bool enable) {
+        const char *why = verdict_refuses_change(v);
+        if (why)
+                return why;
+        if (enable && v->action != VERDICT_MERGE)
+                return v->action == VERDICT_DONT_MERGE ? "its policy says Mode=never now"
+                                                       : "its policy does not want merging yet";
+        if (!enable && v->always)
+                return "its policy says Mode=always";
+        if (!enable && v->action == VERDICT_DONT_MERGE)
+                return "its policy keeps merging off already";
+        return NULL;
+}
+
+int process_merging_enabled(const Process *p) {
+        if (!p->ksm_stat_valid)
+                return -1;
+        return p->ksm_stat.merge_any == 1 || p->ksm_stat.mergeable == 1;
+}
+
+void process_forget_exec_state(Process *p) {
+        p->cmdline = (free(p->cmdline), NULL);
+        p->cmdline_read = false;
+        p->ksm_stat_valid = false;
+        p->ksm_stat = (ProcKsmStat) {};
+        p->action_planned_usec = 0;
+}
+
+void process_done(Process *p) {
+        free(p->cmdline);
+        free(p->exe);
+        free(p->cgroup);
+        free(p->unit);
+        free(p->vm_name);
+        *p = (Process) {};
+}
+
+/* Open addressing with linear probing and tombstones: removal never moves
+ * an entry, so removing while iterating is safe. */
+#define TOMBSTONE ((Process *) (uintptr_t) 1)
+
+struct ProcessTable {
+        Process **slots;
+        size_t n_slots;         /* power of two */
+        size_t n_used;          /* live entries */
+        size_t n_tombstones;
+};
+
+int process_table_new(ProcessTable **ret) {
+        ProcessTable *t = calloc(1, sizeof *t);
+        if (!t)
+                return -ENOMEM;
+        t->n_slots = 1024;
+        t->slots = calloc(t->n_slots, sizeof *t->slots);
+        if (!t->slots) {
+                free(t);
+                return -ENOMEM;
+        }
+        *ret = t;
+        return 0;
+}
+
+ProcessTable *process_table_free(ProcessTable *t) {
+        if (!t)
+                return NULL;
+        for (size_t i = 0; i < t->n_slots; i++)
+                if (t->slots[i] && t->slots[i] != TOMBSTONE) {
+                        process_done(t->slots[i]);
+                        free(t->slots[i]);
+                }
+        free(t->slots);
+        free(t);
+        return NULL;
+}
+
+size_t process_table_size(const ProcessTable *t) {
+        return t->n_used;
+}
+
+static size_t slot_of(const ProcessTable *t, int pid) {
+        /* Fibonacci hashing: pids are dense and sequential. */
+        return (size_t) (((uint64_t) (unsigned) pid * UINT64_C(11400714819323198485)) >> 32) & (t->n_slots - 1);
+}
+
+Process *process_table_get(const ProcessTable *t, int pid) {
+        for (size_t i = slot_of(t, pid), n = 0; n < t->n_slots; i = (i + 1) & (t->n_slots - 1), n++) {
+                Process *p = t->slots[i];
+                if (!p)
+                        return NULL;
+                if (p != TOMBSTONE && p->pid == pid)
+                        return p;
+        }
+        return NULL;
+}
+
+static void insert_slot(ProcessTable *t, Process *p) {
+        size_t i = slot_of(t, p->pid);
+        while (t->slots[i] && t->slots[i] != TOMBSTONE)
+                i = (i + 1) & (t->n_slots - 1);
+        if (t->slots[i] == TOMBSTONE)
+                t->n_tombstones--;
+        t->slots[i] = p;
+}
+
+static int rehash(ProcessTable *t, size_t n_slots) {
+        Process **old = t->slots;
+        size_t n_old = t->n_slots;
+        Process **slots = calloc(n_slots, sizeof *slots);
+        if (!slots)
+                return -ENOMEM;
+        t->slots = slots;
+        t->n_slots = n_slots;
+        t->n_tombstones = 0;
+        for (size_t i = 0; i < n_old; i++)
+                if (old[i] && old[i] != TOMBSTONE)
+                        insert_slot(t, old[i]);
+        free(old);
+        return 0;
+}
+
+int process_table_ensure(ProcessTable *t, int pid, Process **ret, bool *ret_created) {
+        Process *p = process_table_get(t, pid);
+        if (p) {
+                *ret = p;
+                if (ret_created)
+                        *ret_created = false;
+                return 0;
+        }
+        /* Keep the load (tombstones included) under 70%. */
+        if ((t->n_used + t->n_tombstones + 1) * 10 > t->n_slots * 7) {
+                size_t n = t->n_slots;
+                while ((t->n_used + 1) * 10 > n * 5)
+                        n *= 2;
+                int r = rehash(t, n);
+                if (r < 0)
+                        return r;
+        }
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -ENOMEM;
+        p->pid = pid;
+        insert_slot(t, p);
+        t->n_used++;
+        *ret = p;
+        if (ret_created)
+                *ret_created = true;
+        return 0;
+}
+
+bool process_table_remove(ProcessTable *t, int pid) {
+        for (size_t i = slot_of(t, pid), n = 0; n < t->n_slots; i = (i + 1) & (t->n_slots - 1), n++) {
+                Process *p = t->slots[i];
+                if (!p)
+                        return false;
+                if (p != TOMBSTONE && p->pid == pid) {
+                        process_done(p);
+                        free(p);
+                        t->slots[i] = TOMBSTONE;
+                        t->n_tombstones++;
+                        t->n_used--;
+                        return true;
+                }
+        }
+        return false;
+}
+
+Process *process_table_next(const ProcessTable *t, size_t *iter) {
+        for (; *iter < t->n_slots; (*iter)++) {
+                Process *p = t->slots[*iter];
+                if (p && p != TOMBSTONE) {
+                        (*iter)++;
+                        return p;
+                }
+        }
+        return NULL;
+}

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "util.h"
+
+int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -EBADF;
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, alloc = 0;
+
+        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+
+        for (;;) {
+                ssize_t k;
+
+                if (alloc - size < 1024) {
+                        size_t na = alloc ? alloc * 2 : 4096;
+                        if (na > max_size + 1)
+                                na = max_size + 1;
+                        if (na <= size)
+                                return -EFBIG;
+                        char *nb = realloc(buf, na);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        alloc = na;
+                }
+                k = read(fd, buf + size, alloc - size - 1);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                size += (size_t) k;
+                if (size >= max_size)
+                        return -EFBIG;
+        }
+        buf[size] = 0;
+        if (ret_size)
+                *ret_size = size;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int read_one_line_at(int dirfd, const char *path, char **ret) {
+        char *buf;
+        int r = read_full_file_at(dirfd, path, 64 * 1024, &buf, NULL);
+        if (r < 0)
+                return r;
+        buf[strcspn(buf, "\n")] = 0;
+        *ret = buf;
+        return 0;
+}
+
+int read_u64_at(int dirfd, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *line = NULL;
+        int r = read_one_line_at(dirfd, path, &line);
+        if (r < 0)
+                return r;
+        return safe_atou64(line, ret);
+}
+
+int write_string_at(int dirfd, const char *path, const char *value) {
+        _cleanup_close_ int fd = -EBADF;
+        size_t len = strlen(value);
+        ssize_t k;
+
+        /* O_TRUNC as the shell's '>' does: sysfs and tracefs take it as "replace". */
+        fd = openat(dirfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        do
+                k = write(fd, value, len);
+        while (k < 0 && errno == EINTR);
+        if (k < 0)
+                return negative_errno();
+        if ((size_t) k != len)
+                return -EIO;
+        return 0;
+}
+
+int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode) {
+        _cleanup_free_ char *tmp = NULL;
+        _cleanup_close_ int fd = -EBADF;
+        size_t done = 0;
+
+        if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
+                return -ENOMEM;
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        while (done < size) {
+                ssize_t k = write(fd, data + done, size - done);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int r = negative_errno();
+                        (void) unlink(tmp);
+                        return r;
+                }
+                done += (size_t) k;
+        }
+        if (fchmod(fd, mode) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
+                int r = negative_errno();
+                (void) unlink(tmp);
+                return r;
+        }
+        return 0;
+}

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <netlink/genl/ctrl.h>
+#include <netlink/genl/genl.h>
+#include <netlink/netlink.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "json.h"
+#include "ksm-sysfs.h"
+#include "ksmd.h"
+#include "log.h"
+#include "probe.h"
+#include "procfs.h"
+#include "syscalls.h"
+#include "util.h"
+
+/* Forks a child that maps one page and waits; asks the kernel to mark that
+ * page MADV_MERGEABLE from here. Upstream allows only COLD, PAGEOUT,
+ * WILLNEED and COLLAPSE remotely and answers EINVAL. */
+static int probe_remote_madvise(int *ret_errno) {
+        const size_t len = 4096;
+        int pipefd[2];
+        void *addr;
+        pid_t child;
+        int r = 0;
+
+        addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (addr == MAP_FAILED)
+                return negative_errno();
+        memset(addr, 0x5a, len);
+        if (pipe2(pipefd, O_CLOEXEC) < 0) {
+                r = negative_errno();
+                munmap(addr, len);
+                return r;
+        }
+        child = fork();
+        if (child < 0) {
+                r = negative_errno();
+                close(pipefd[0]);
+                close(pipefd[1]);
+                munmap(addr, len);
+                return r;
+        }
+        if (child == 0) {
+                char c;
+                close(pipefd[1]);
+                /* Wait until the parent closes its end, then leave. */
+                while (read(pipefd[0], &c, 1) < 0 && errno == EINTR)
+                        ;
+                _exit(0);
+        }
+        close(pipefd[0]);
+
+        int pidfd = sys_pidfd_open(child, 0);
+        if (pidfd < 0)
+                *ret_errno = errno;
+        else {
+                struct iovec iov = { .iov_base = addr, .iov_len = len };
+                long k = sys_process_madvise(pidfd, &iov, 1, MADV_MERGEABLE, 0);
+                *ret_errno = k < 0 ? errno : 0;
+                if (k >= 0) {
+                        /* Allowed: put the child's page back as it was. */
+                        (void) sys_process_madvise(pidfd, &iov, 1, MADV_UNMERGEABLE, 0);
+                }
+                close(pidfd);
+        }
+        close(pipefd[1]);
+        while (waitpid(child, NULL, 0) < 0 && errno == EINTR)
+                ;
+        munmap(addr, len);
+        return r;
+}
+
+static bool probe_prctl_memory_merge(void) {
+        /* PR_GET_MEMORY_MERGE answers 0/1 where the kernel has it, EINVAL where not. */
+        return prctl(PR_GET_MEMORY_MERGE, 0, 0, 0, 0) >= 0;
+}
+
+static void probe_process_ksm(const Root *root, Probe *p) {
+        static const struct {
+                const char *name;
+                size_t off;
+        } files[] = {
+                { "process_ksm_enable", offsetof(Probe, process_ksm_enable_nr) },
+                { "process_ksm_disable", offsetof(Probe, process_ksm_disable_nr) },
+                { "process_ksm_status", offsetof(Probe, process_ksm_status_nr) },
+        };
+        _cleanup_close_ int dfd = openat(root->sys_fd, "kernel/process_ksm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        p->process_ksm_enable_nr = p->process_ksm_disable_nr = p->process_ksm_status_nr = -1;
+        if (dfd < 0)
+                return;
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                uint64_t nr;
+                if (read_u64_at(dfd, files[i].name, &nr) >= 0 && nr < 4096)
+                        *(long *) ((char *) p + files[i].off) = (long) nr;
+        }
+        p->process_ksm_syscall = p->process_ksm_enable_nr >= 0 && p->process_ksm_disable_nr >= 0;
+}
+
+static int probe_proc_connector(void) {
+        struct nl_sock *sk = nl_socket_alloc();
+        int r;
+
+        if (!sk)
+                return -ENOMEM;
+        nl_socket_disable_seq_check(sk);
+        nl_join_groups(sk, CN_IDX_PROC);
+        /* Binding to the proc connector's multicast group needs CAP_NET_ADMIN
+         * and the connector itself; whether events really arrive (not in a
+         * PID namespace) is checked by the event source with a self-test. */
+        r = nl_connect(sk, NETLINK_CONNECTOR);
+        nl_socket_free(sk);
+        return r < 0 ? -EPERM : 0;
+}
+
+static bool probe_taskstats(void) {
+        struct nl_sock *sk = nl_socket_alloc();
+        bool ok = false;
+        if (!sk)
+                return false;
+        if (genl_connect(sk) >= 0)
+                ok = genl_ctrl_resolve(sk, "TASKSTATS") >= 0;
+        nl_socket_free(sk);
+        return ok;
+}
+
+int probe_run(const Root *root, Probe *ret) {
+        Probe p = { .ksmd_pid = -1, .ptrace_scope = -1 };
+        struct utsname u;
+        uint64_t v;
+        int r;
+
+        if (uname(&u) >= 0)
+                strscpy(p.kernel_release, sizeof p.kernel_release, u.release);
+
+        p.ksm = root->ksm_fd >= 0;
+        if (p.ksm) {
+                p.ksm_writable = faccessat(root->ksm_fd, "run", W_OK, AT_EACCESS) >= 0;
+                p.advisor = ksm_sysfs_read_one(root, KSM_ADVISOR_MODE, &v) >= 0;
+                p.smart_scan = ksm_sysfs_read_one(root, KSM_SMART_SCAN, &v) >= 0;
+                p.ksm_zero_pages = ksm_sysfs_read_one(root, KSM_ZERO_PAGES, &v) >= 0;
+                p.general_profit = ksm_sysfs_read_one(root, KSM_GENERAL_PROFIT, &v) >= 0;
+        }
+        p.ksmd_thread = ksmd_find(root, &p.ksmd_pid) >= 0;
+
+        int e = 0;
+        r = probe_remote_madvise(&e);
+        if (r < 0)
+                e = -r;
+        p.process_madvise_errno = e;
+        p.process_madvise_remote_mergeable = r >= 0 && e == 0;
+        p.pidfd = !(e == ENOSYS && r >= 0);
+
+        p.prctl_memory_merge = probe_prctl_memory_merge();
+        probe_process_ksm(root, &p);
+
+        p.tracefs = root->tracefs_fd >= 0;
+        if (p.tracefs) {
+                p.mmap_lock_tracepoints =
+                        faccessat(root->tracefs_fd, "events/mmap_lock/mmap_lock_start_locking", F_OK, 0) >= 0 &&
+                        faccessat(root->tracefs_fd, "events/mmap_lock/mmap_lock_acquire_returned", F_OK, 0) >= 0;
+                p.ksm_tracepoints = faccessat(root->tracefs_fd, "events/ksm", F_OK, 0) >= 0;
+                strscpy(p.tracefs_path, sizeof p.tracefs_path, root->tracefs_path);
+        }
+
+        r = probe_proc_connector();
+        p.proc_connector = r >= 0;
+        p.proc_connector_errno = r < 0 ? -r : 0;
+        p.taskstats = probe_taskstats();
+
+        Psi psi;
+        p.psi_memory = procfs_read_psi_memory(root, &psi) >= 0 && psi.present;
+
+        if (read_u64_at(root->proc_fd, "sys/kernel/yama/ptrace_scope", &v) >= 0)
+                p.ptrace_scope = (int) v;
+
+        p.cgroup_layout = root->cgroup_layout;
+        if (root->cgroup2_path)
+                strscpy(p.cgroup2_path, sizeof p.cgroup2_path, root->cgroup2_path);
+
+        *ret = p;
+        return 0;
+}
+
+#define FEATURES(X)                                                                   \
+        X("ksm", ksm)                                                                 \
+        X("ksm_writable", ksm_writable)                                               \
+        X("ksmd_thread", ksmd_thread)                                                 \
+        X("process_madvise_remote_mergeable", process_madvise_remote_mergeable)       \
+        X("prctl_memory_merge", prctl_memory_merge)                                   \
+        X("process_ksm_syscall", process_ksm_syscall)                                 \
+        X("advisor", advisor)                                                         \
+        X("smart_scan", smart_scan)                                                   \
+        X("ksm_zero_pages", ksm_zero_pages)                                           \
+        X("general_profit", general_profit)                                           \
+        X("tracefs", tracefs)                                                         \
+        X("mmap_lock_tracepoints", mmap_lock_tracepoints)                             \
+        X("ksm_tracepoints", ksm_tracepoints)                                         \
+        X("proc_connector", proc_connector)                                           \
+        X("taskstats", taskstats)                                                     \
+        X("psi_memory", psi_memory)                                                   \
+        X("pidfd", pidfd)
+
+int probe_feature(const Probe *p, unsigned i, const char **ret_name, bool *ret_present) {
+#define ENTRY(name, field) { name, offsetof(Probe, field) },
+        static const struct {
+                const char *name;
+                size_t offset;
+        } features[] = { FEATURES(ENTRY) };
+#undef ENTRY
+        if (i >= ELEMENTSOF(features))
+                return -ENOENT;
+        *ret_name = features[i].name;
+        *ret_present = *(const bool *) ((const char *) p + features[i].offset);
+        return 0;
+}
+
+void probe_print(const Probe *p, FILE *f) {
+        fprintf(f, "kernel: %s\n", p->kernel_release);
+#define PRINT(name, field) fprintf(f, "%-34s %s\n", name ":", yes_no(p->field));
+        FEATURES(PRINT)
+#undef PRINT
+        if (!p->process_madvise_remote_mergeable)
+                fprintf(f, "%-34s %s\n", "process_madvise remote errno:", strerrorname_np(p->process_madvise_errno) ?: "-");
+        if (!p->proc_connector && p->proc_connector_errno)
+                fprintf(f, "%-34s %s\n", "proc connector errno:", strerrorname_np(p->proc_connector_errno) ?: "-");
+        fprintf(f, "%-34s %d\n", "ksmd pid:", p->ksmd_pid);
+        fprintf(f, "%-34s %d\n", "yama ptrace_scope:", p->ptrace_scope);
+        fprintf(f, "%-34s %s\n", "cgroup layout:", cgroup_layout_to_string(p->cgroup_layout));
+        fprintf(f, "%-34s %s\n", "cgroup2 path:", p->cgroup2_path[0] ? p->cgroup2_path : "-");
+        fprintf(f, "%-34s %s\n", "tracefs path:", p->tracefs_path[0] ? p->tracefs_path : "-");
+}
+
+void probe_print_json(const Probe *p, FILE *f) {
+        JsonWriter w;
+        json_init(&w, f, true);
+        json_begin_object(&w);
+        json_kv_string(&w, "kernel_release", p->kernel_release);
+#define PRINT(name, field) json_kv_bool(&w, name, p->field);
+        FEATURES(PRINT)
+#undef PRINT
+        json_kv_i64(&w, "process_madvise_errno", p->process_madvise_errno);
+        json_kv_i64(&w, "ksmd_pid", p->ksmd_pid);
+        json_kv_i64(&w, "ptrace_scope", p->ptrace_scope);
+        json_kv_string(&w, "cgroup_layout", cgroup_layout_to_string(p->cgroup_layout));
+        json_kv_string(&w, "cgroup2_path", p->cgroup2_path[0] ? p->cgroup2_path : NULL);
+        json_kv_string(&w, "tracefs_path", p->tracefs_path[0] ? p->tracefs_path : NULL);
+        json_end_object(&w);
+}
+
+char *probe_summary(const Probe *p) {
+        char *s = NULL;
+        if (asprintf(&s,
+                     "kernel %s: ksm=%s remote-madvise=%s prctl-merge=%s process_ksm=%s advisor=%s "
+                     "smart_scan=%s mmap_lock-tracepoints=%s proc-connector=%s cgroup2=%s(%s)",
+                     p->kernel_release, yes_no(p->ksm), yes_no(p->process_madvise_remote_mergeable),
+                     yes_no(p->prctl_memory_merge), yes_no(p->process_ksm_syscall), yes_no(p->advisor),
+                     yes_no(p->smart_scan), yes_no(p->mmap_lock_tracepoints), yes_no(p->proc_connector),
+                     cgroup_layout_to_string(p->cgroup_layout), p->cgroup2_path[0] ? p->cgroup2_path : "-") < 0)
+                return NULL;
+        return s;
+}

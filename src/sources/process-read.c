@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cgroupfs.h"
+#include "process-read.h"
+#include "procfs.h"
+#include "util.h"
+
+static int read_exe(int pid_dirfd, char **ret) {
+        char buf[PATH_MAX];
+        ssize_t n = readlinkat(pid_dirfd, "exe", buf, sizeof buf - 1);
+        if (n < 0)
+                return negative_errno();
+        buf[n] = 0;
+        /* A daemon still running a binary that a package upgrade replaced
+         * reads "/usr/sbin/foo (deleted)"; Exe=/usr/sbin/foo must still
+         * match it. */
+        procfs_strip_deleted(buf);
+        char *s = strdup(buf);
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static int read_cgroup(int pid_dirfd, char **ret) {
+        _cleanup_free_ char *text = NULL;
+        int r = procfs_read_pid_file(pid_dirfd, "cgroup", 64 * 1024, &text);
+        if (r < 0)
+                return r;
+        return cgroup_parse_proc_path(text, ret);
+}
+
+/* The pid's directory and stat; -ESRCH once it is gone. A zombie is gone
+ * for our purposes, and must not enter the model: its reaping sends no
+ * event, so it would stay until a resync. A zombie leader whose other
+ * threads still run is a live process. */
+static int open_live_pid(const Root *root, int pid, int *ret_dirfd, ProcStat *ret_stat) {
+        _cleanup_close_ int dfd = -EBADF;
+        ProcStat st;
+        int r;
+
+        r = root_open_pid_dir(root, pid, &dfd);
+        if (r < 0)
+                return r;
+        r = procfs_read_stat(dfd, &st);
+        if (r < 0)
+                return r;
+        if (st.state == 'X' || (st.state == 'Z' && st.num_threads <= 1))
+                return -ESRCH;
+        *ret_dirfd = TAKE_FD(dfd);
+        *ret_stat = st;
+        return 0;
+}
+
+/* The cgroup and the unit and VM it names; all NULL when cgroup cannot be
+ * read for a reason other than the process being gone. */
+static int read_placement(int pid_dirfd, char **ret_cgroup, char **ret_unit, char **ret_vm) {
+        _cleanup_free_ char *cg = NULL, *unit = NULL, *vm = NULL;
+        int r = read_cgroup(pid_dirfd, &cg);
+        if (r == -ENOMEM || r == -ESRCH)
+                return r;
+        if (cg && (cgroup_path_get_unit(cg, &unit) < 0 || cgroup_path_get_machine(cg, &vm) < 0))
+                return -ENOMEM;
+        *ret_cgroup = TAKE_PTR(cg);
+        *ret_unit = TAKE_PTR(unit);
+        *ret_vm = TAKE_PTR(vm);
+        return 0;
+}
+
+/* A new incarnation of the pid (or a fresh entry) starts from scratch. */
+static void process_reset(Process *p, int pid) {
+        uint64_t discovered = p->pid == pid ? p->discovered_usec : 0, gen = p->generation;
+        process_done(p);
+        p->pid = pid;
+        p->discovered_usec = discovered;
+        p->generation = gen;
+}
+
+static void set_stat_facts(Process *p, const ProcStat *st) {
+        long hz = sysconf(_SC_CLK_TCK);
+        p->start_time_ticks = st->start_time_ticks;
+        p->start_time_usec = st->start_time_ticks * USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
+        p->ppid = st->ppid;
+        strscpy(p->comm, sizeof p->comm, st->comm);
+        p->kthread = proc_stat_is_kthread(st);
+        p->zombie_leader = st->state == 'Z';
+}
+
+static void set_facts_read(Process *p) {
+        p->facts_usec = now_usec(CLOCK_MONOTONIC);
+        if (!p->discovered_usec)
+                p->discovered_usec = p->facts_usec;
+}
+
+int process_read_facts(const Root *root, int pid, Process *p) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *exe = NULL, *cg = NULL, *unit = NULL, *vm = NULL;
+        ProcStat st;
+        ProcStatus status = {};
+        int r;
+
+        r = open_live_pid(root, pid, &dfd, &st);
+        if (r < 0)
+                return r;
+        bool kthread = proc_stat_is_kthread(&st);
+        if (!kthread) {
+                /* Without status there is no uid: better unknown than root. */
+                r = procfs_read_status(dfd, &status);
+                if (r < 0)
+                        return r;
+                r = read_exe(dfd, &exe);
+                if (r == -ENOMEM)
+                        return r;
+        } else {
+                status.ppid = st.ppid;
+                status.threads = (unsigned) MAX(st.num_threads, 0);
+        }
+        r = read_placement(dfd, &cg, &unit, &vm);
+        if (r < 0)
+                return r;
+
+        bool same = p->pid == pid && p->start_time_ticks == st.start_time_ticks && p->facts_usec > 0;
+        if (!same)
+                process_reset(p, pid);
+        /* Polling sees no exec event: a new executable or name on the same
+         * incarnation means one happened. */
+        if (same && ((p->exe && exe && !streq(p->exe, exe)) || !streq(p->comm, st.comm)))
+                process_forget_exec_state(p);
+        set_stat_facts(p, &st);
+        p->uid = status.uid_real;
+        p->euid = status.uid_effective;
+        p->rss_anon_kib = status.rss_anon_kib;
+        p->threads = status.threads ? status.threads : (unsigned) MAX(st.num_threads, 0);
+        p->tracer_pid = status.tracer_pid;
+        free(p->exe), p->exe = TAKE_PTR(exe);
+        free(p->cgroup), p->cgroup = TAKE_PTR(cg);
+        free(p->unit), p->unit = TAKE_PTR(unit);
+        free(p->vm_name), p->vm_name = TAKE_PTR(vm);
+
+        uint64_t merging;
+        if (!kthread && procfs_read_ksm_merging_pages(dfd, &merging) >= 0)
+                p->ksm_merging_pages = merging;
+
+        set_facts_read(p);
+        return 0;
+}
+
+static char *strdup_or_null(const char *s, bool *oom) {
+        if (!s)
+                return NULL;
+        char *c = strdup(s);
+        if (!c)
+                *oom = true;
+        return c;
+}
+
+int process_read_forked(const Root *root, int pid, const Process *parent, Process *p) {
+        _cleanup_close_ int dfd = -EBADF;
+        _cleanup_free_ char *cg = NULL, *unit = NULL, *vm = NULL;
+        ProcStat st;
+        bool oom = false;
+        int r;
+
+        r = open_live_pid(root, pid, &dfd, &st);
+        if (r < 0)
+                return r;
+        r = read_placement(dfd, &cg, &unit, &vm);
+        if (r < 0)
+                return r;
+
+        process_reset(p, pid);
+        set_stat_facts(p, &st);
+        p->threads = (unsigned) MAX(st.num_threads, 1);
+        p->uid = parent->uid;
+        p->euid = parent->euid;
+        p->rss_anon_kib = parent->rss_anon_kib;
+        p->exe = strdup_or_null(parent->exe, &oom);
+        p->cmdline = strdup_or_null(parent->cmdline, &oom);
+        p->cmdline_read = parent->cmdline_read;
+        p->cgroup = TAKE_PTR(cg);
+        p->unit = TAKE_PTR(unit);
+        p->vm_name = TAKE_PTR(vm);
+        if (oom)
+                return -ENOMEM;
+        set_facts_read(p);
+        return 0;
+}
+
+int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *ret_merging_pages) {
+        _cleanup_close_ int dfd = -EBADF;
+        ProcStat st;
+        int r;
+
+        r = root_open_pid_dir(root, pid, &dfd);
+        if (r < 0)
+                return r;
+        r = procfs_read_stat(dfd, &st);
+        if (r < 0)
+                return r;
+        if (procfs_read_ksm_merging_pages(dfd, ret_merging_pages) < 0)
+                *ret_merging_pages = UINT64_MAX;
+        *ret_stat = st;
+        return 0;
+}
