@@ -8,6 +8,7 @@
 # every knob back to its value from before the first instance.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 rounds=${KSMTUNED2_KILL_ROUNDS:-15}
 
 tmp=$(mktemp -d)
@@ -111,11 +112,11 @@ done
 leftover=$(find "$tmp/run" -name 'saved-knobs.*' | wc -l)
 
 # One clean run and stop restores the values from before the first instance.
-"$KSMTUNED2" --config "$tmp/k.conf" 7>&- 8>&- 2>>"$tmp/log" &
-daemon_pid=$!
-for _ in $(seq 100); do [ "$(cat $KSM/use_zero_pages)" = 1 ] && break; sleep 0.05; done
+# A killed instance may have left use_zero_pages=1 already: READY=1 (after
+# the journal is read and the first tick is done) is what only this one
+# can make true.
+daemon_start "$tmp/log" --config "$tmp/k.conf" 7>&- 8>&- || fail "last instance did not get ready"
 [ "$(cat $KSM/use_zero_pages)" = 1 ] || fail "last instance did not apply its configuration"
-sleep 0.5
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ "$rc" = 0 ] || fail "clean stop exited $rc"
 after=$(ksm_guard_knobs_now)

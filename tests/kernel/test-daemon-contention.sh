@@ -10,6 +10,7 @@
 # injection must change nothing they can see. Knobs are restored on SIGTERM.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d)
 daemon_pid=
@@ -70,9 +71,7 @@ CONF
 # scans after it entered (its pages had their second look), and the burst
 # may be over by then.
 start_daemon() {
-        "$KSMTUNED2" --config "$tmp/k.conf" 2>>"$tmp/log" &
-        daemon_pid=$!
-        for _ in $(seq 50); do [ "$(cat $KSM/run)" = 1 ] && break; sleep 0.1; done
+        daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "daemon did not get ready"
         [ "$(cat $KSM/run)" = 1 ] || fail "daemon did not start ksmd"
 }
 stop_daemon() {

@@ -5,6 +5,7 @@
 # before the first instance, not its own.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d)
 daemon_pid=
@@ -29,15 +30,12 @@ MaxPageSharing=512
 CONF
 mkdir -p "$tmp/run"
 
+# Ready means READY=1, sent after the first tick: after a SIGKILL the knobs
+# already hold the configured values, so they cannot tell a restarted
+# daemon that has read its journal from one that has not started yet.
 start_daemon() {
-        "$KSMTUNED2" --config "$tmp/k.conf" --log-level=debug 2>>"$tmp/log" &
-        daemon_pid=$!
-        for _ in $(seq 100); do
-                [ "$(cat $KSM/max_page_sharing)" = 512 ] && return 0
-                sleep 0.1
-        done
-        cat "$tmp/log" >&2
-        fail "daemon did not apply its configuration"
+        daemon_start "$tmp/log" --config "$tmp/k.conf" --log-level=debug || fail "daemon did not get ready"
+        [ "$(cat $KSM/max_page_sharing)" = 512 ] || fail "daemon did not apply its configuration"
 }
 
 # 1. SIGTERM restores.
@@ -64,7 +62,7 @@ after=$(ksm_guard_knobs_now)
 echo "SIGKILL + restart: knobs restored"
 
 # 3. RestoreKnobsOnExit=no keeps them (and the test guard puts them back).
-echo "RestoreKnobsOnExit=no" >> "$tmp/k.conf.tmp"
+
 sed -i 's/^\[Daemon\]$/[Daemon]\nRestoreKnobsOnExit=no/' "$tmp/k.conf"
 start_daemon
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
@@ -74,9 +72,7 @@ echo "RestoreKnobsOnExit=no: knobs kept"
 # 4. --dry-run writes nothing.
 ksm_guard_restore
 before=$(ksm_guard_knobs_now)
-"$KSMTUNED2" --config "$tmp/k.conf" --dry-run 2>"$tmp/dry.log" &
-daemon_pid=$!
-sleep 1
+daemon_start "$tmp/dry.log" --config "$tmp/k.conf" --dry-run || fail "dry-run daemon did not get ready"
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
 [ "$before" = "$(ksm_guard_knobs_now)" ] || fail "--dry-run changed knobs"
 grep -q "would set max_page_sharing=512" "$tmp/dry.log" || fail "--dry-run did not say what it would do"

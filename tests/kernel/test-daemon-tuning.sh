@@ -7,6 +7,7 @@
 # removes the tracefs instance.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d)
 daemon_pid=
@@ -41,9 +42,7 @@ RuntimeDirectory=$tmp/run
 PolicyDirectories=$tmp/policy.d
 LogLevel=debug
 CONF
-"$KSMTUNED2" --config "$tmp/k.conf" 2>"$tmp/log" &
-daemon_pid=$!
-for _ in $(seq 50); do [ "$(cat $KSM/run)" = 1 ] && break; sleep 0.1; done
+daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "daemon did not get ready"
 [ "$(cat $KSM/run)" = 1 ] || fail "daemon did not start ksmd"
 # Nothing to merge yet: the daemon must not scan hard.
 sleep 1

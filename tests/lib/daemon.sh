@@ -1,0 +1,28 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Sourced by shell tests that run the daemon: start it and wait until it
+# says READY=1 (sent after its first tick: journal read, knobs applied,
+# processes scanned), which only this instance can make true.
+#
+#   daemon_start LOG [ENV=VALUE...] [--] ARG...
+#       starts "$KSMTUNED2" ARG... with stderr appended to LOG, sets
+#       daemon_pid, returns 0 once it is ready, 1 when it did not get there
+#       within DAEMON_READY_TIMEOUT seconds (default 30) or died; a prefix
+#       command (e.g. setpriv ...) goes in DAEMON_PREFIX.
+daemon_start() {
+        local log=$1 dir sock rc
+        shift
+        dir=$(mktemp -d)
+        sock=$dir/notify
+        python3 "$SOURCE_ROOT/tests/lib/notify-wait.py" "$sock" "${DAEMON_READY_TIMEOUT:-30}" "$dir/pid" &
+        local waiter=$!
+        for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.02; done
+        NOTIFY_SOCKET=$sock ${DAEMON_PREFIX:-} "$KSMTUNED2" "$@" 2>>"$log" &
+        daemon_pid=$!
+        echo "$daemon_pid" >"$dir/pid"
+        wait "$waiter"; rc=$?
+        rm -rf "$dir"
+        [ "$rc" = 0 ] && return 0
+        echo "daemon_start: pid $daemon_pid $([ "$rc" = 2 ] && echo died || echo 'not ready in time'); its log:" >&2
+        tail -30 "$log" >&2
+        return 1
+}
