@@ -11,6 +11,7 @@
 #include "policy-load.h"
 #include "process-read.h"
 #include "log.h"
+#include "string-table.h"
 #include "util.h"
 
 #define LATENCY_RING 65536
@@ -63,9 +64,13 @@ struct Discovery {
 
 #define RESYNC_SLICE 256
 
-const char *discovery_mode_to_string(DiscoveryMode m) {
-        return m == DISCOVERY_EVENTS ? "events" : m == DISCOVERY_POLLING ? "polling" : "?";
-}
+static const char *const discovery_mode_table[_DISCOVERY_MODE_MAX] = {
+        [DISCOVERY_EVENTS] = "events",
+        [DISCOVERY_POLLING] = "polling",
+};
+
+/* "?" rather than NULL: the state dump and the logs print it as it is. */
+DEFINE_STRING_TABLE_TO_STRING_FALLBACK(discovery_mode, DiscoveryMode, "?");
 
 static uint64_t boottime_usec(void) {
         return now_usec(CLOCK_BOOTTIME);
