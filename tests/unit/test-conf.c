@@ -145,6 +145,13 @@ static void test_util(void **state) {
         char buf[32];
         assert_string_equal(format_bytes(buf, sizeof buf, 3 * 1024 * 1024), "3.0 MiB");
         assert_string_equal(format_bytes(buf, sizeof buf, 512), "512 B");
+        /* LogLevel= and --log-level: the syslog names and two aliases, exactly */
+        assert_int_equal(log_level_from_string("warning"), LOG_WARNING);
+        assert_int_equal(log_level_from_string("warn"), LOG_WARNING);
+        assert_int_equal(log_level_from_string("error"), LOG_ERR);
+        assert_int_equal(log_level_from_string("Debug"), -EINVAL);
+        assert_string_equal(log_level_to_string(LOG_ERR), "err");
+        assert_null(log_level_to_string(LOG_DEBUG + 1));
         char *e = cescape("a\nb\\");
         assert_string_equal(e, "a\\x0ab\\x5c");
         free(e);
