@@ -63,7 +63,9 @@ static void test_good_values(void **state) {
         char path[1024];
         assert_int_equal(load_text("[Daemon]\nInterval=250ms\nLogLevel=debug\nPolicyDirectories=/a  /b\n"
                                    "RestoreKnobsOnExit=no\n; comment\n# comment\n[Ksm]\nUseZeroPages=yes\n"
-                                   "MaxPageSharing=512\nSmartScan=\n[Sampler]\nKsmdSampleInterval=5ms\n",
+                                   "MaxPageSharing=512\nSmartScan=\n[Sampler]\nKsmdSampleInterval=5ms\n"
+                                   /* enum values match in any case (conf_parse_enum()) */
+                                   "[Tuning]\nIdleMode=Stop\nAdvisorPolicy=LEAVE\n",
                                    &c, &d, path, sizeof path),
                          0);
         assert_int_equal(d.n, 0);
@@ -76,6 +78,8 @@ static void test_good_values(void **state) {
         assert_int_equal(c.max_page_sharing, 512);
         assert_int_equal(c.smart_scan, -1);
         assert_int_equal(c.ksmd_sample_interval_usec, 5000);
+        assert_int_equal(c.tuning.idle_mode, IDLE_MODE_STOP);
+        assert_int_equal(c.tuning.advisor_policy, ADVISOR_POLICY_LEAVE);
         config_done(&c);
 }
 
