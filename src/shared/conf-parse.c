@@ -52,8 +52,8 @@ void conf_diag_log(const ConfDiag *d) {
 }
 
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason) {
-        _cleanup_free_ char *esc = cescape(value);
-        conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"), ignoring", reason, esc ? esc : "");
+        conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"), ignoring", reason,
+                      CESCAPE(value, CESCAPE_ASCII));
         return -EINVAL;
 }
 

@@ -156,9 +156,21 @@ static void test_util(void **state) {
         assert_int_equal(log_level_from_string("Debug"), -EINVAL);
         assert_string_equal(log_level_to_string(LOG_ERR), "err");
         assert_null(log_level_to_string(LOG_DEBUG + 1));
-        char *e = cescape("a\nb\\");
-        assert_string_equal(e, "a\\x0ab\\x5c");
-        free(e);
+        char e[8];
+        assert_string_equal(CESCAPE("a\nb\\", CESCAPE_ASCII), "a\\x0ab\\x5c");
+        assert_string_equal(CESCAPE("caf\xc3\xa9", CESCAPE_ASCII), "caf\\xc3\\xa9");
+        /* for a terminal: UTF-8 and systemd's escapes as they are, DEL escaped */
+        assert_string_equal(CESCAPE("caf\xc3\xa9 a\\x2d\x7f\x1b", CESCAPE_CONTROL), "caf\xc3\xa9 a\\x2d\\x7f\\x1b");
+        assert_string_equal(CESCAPE(NULL, CESCAPE_CONTROL), "");
+        /* a copy that does not fit is cut at a whole escape, and says so */
+        assert_string_equal(cescape_buf(e, sizeof e, "abcdefg", CESCAPE_ASCII), "abcdefg");
+        assert_string_equal(cescape_buf(e, sizeof e, "abcdefgh", CESCAPE_ASCII), "abcd...");
+        assert_string_equal(cescape_buf(e, sizeof e, "ab\ncdefgh", CESCAPE_ASCII), "ab...");
+        assert_string_equal(cescape_buf(e, sizeof e, "abc\n", CESCAPE_ASCII), "abc\\x0a");
+        assert_string_equal(cescape_buf(e, 3, "abc", CESCAPE_ASCII), "..");
+        assert_string_equal(cescape_buf(e, 1, "abc", CESCAPE_ASCII), "");
+        char comm[CESCAPE_SIZE(4)];
+        assert_string_equal(cescape_buf(comm, sizeof comm, "\x01\x02\x03\x04", CESCAPE_ASCII), "\\x01\\x02\\x03\\x04");
         const char *name = "web.policy";
         assert_ptr_equal(endswith(name, ".policy"), name + 3);
         assert_ptr_equal(endswith(name, ""), name + strlen(name));
