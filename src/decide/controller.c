@@ -226,12 +226,13 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 if (r < 0)
                         return r;
                 decide(d, "exclude", "%s", a.reason);
-                c->exclusions[c->n_exclusions++] = (Exclusion) {
+                Exclusion *e = &c->exclusions[c->n_exclusions++];
+                *e = (Exclusion) {
                         .pid = x->pid,
                         .start_time_ticks = x->start_time_ticks,
                         .since_usec = now,
                 };
-                strscpy(c->exclusions[c->n_exclusions - 1].comm, sizeof x->comm, x->comm);
+                strscpy(e->comm, sizeof e->comm, x->comm);
         }
         return 0;
 }

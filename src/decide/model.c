@@ -242,7 +242,8 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                         continue;
                 if (h->tgid <= 0)
                         continue;       /* never seen writing: nothing to attribute it to */
-                m->contenders[m->n_contenders++] = (ModelContender) {
+                ModelContender *mc = &m->contenders[m->n_contenders++];
+                *mc = (ModelContender) {
                         .pid = h->tgid,
                         .memcg_id = h->memcg_id,
                         .ksmd_blocked_fraction = blocked,
@@ -253,6 +254,6 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                         .write_hold_fraction = MIN(1.0, (double) h->write_hold_nsec / wall_nsec),
                         .merging_pages = -1,
                 };
-                strscpy(m->contenders[m->n_contenders - 1].comm, sizeof h->comm, h->comm);
+                strscpy(mc->comm, sizeof mc->comm, h->comm);
         }
 }
