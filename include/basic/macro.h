@@ -82,3 +82,8 @@ static inline int negative_errno(void) {
 #define USEC_PER_SEC UINT64_C(1000000)
 #define NSEC_PER_SEC UINT64_C(1000000000)
 #define PAGE_SIZE_DEFAULT UINT64_C(4096)
+/* Room for a process name as trace lines print it (the tracefs parser cuts
+ * a longer field to fit): the kernel keeps at most TASK_COMM_LEN - 1 = 15
+ * characters (its TASK_COMM_LEN, 16, counts the NUL), so this leaves a byte
+ * to spare. */
+#define TASK_COMM_SIZE 17

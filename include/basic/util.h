@@ -56,6 +56,27 @@ bool utf8_is_valid(const char *s);
  * U+FFFD; NULL on ENOMEM. */
 char *utf8_make_valid(const char *s);
 
-/* ASCII-only printable copy (control characters as \xNN), for logging names
- * that come from untrusted sources such as a process's comm. */
-char *cescape(const char *s);
+/* Which bytes of an untrusted string (a process's comm, a path, a bus
+ * argument) cescape_buf() writes as \xNN. */
+typedef enum CEscapeMode {
+        /* Control characters only, for a terminal: UTF-8 names read as they
+         * are, and so do systemd's own escapes in unit names
+         * ("machine-qemu\x2d3.scope"). */
+        CESCAPE_CONTROL,
+        /* Every byte that is not printable ASCII, and the backslash, for logs
+         * and diagnostics: plain ASCII that reads back unambiguously. */
+        CESCAPE_ASCII,
+} CEscapeMode;
+
+/* Writes the escaped copy of s (NULL reads as "") into buf, of size bytes,
+ * and returns buf. A copy that does not fit is cut at a whole character or
+ * escape and ends in "...". */
+const char *cescape_buf(char *buf, size_t size, const char *s, CEscapeMode mode);
+/* Room for a copy of n bytes escaped in full: each may become \xNN. */
+#define CESCAPE_SIZE(n) ((n) * 4 + 1)
+/* The size for a string of no known bound: any printable path (PATH_MAX)
+ * fits; only a long name made mostly of control characters is cut. */
+#define CESCAPE_BUF_SIZE 4096
+/* A copy for the statement at hand, in a buffer that lives until the end of
+ * the enclosing block, so several can go into one printf. */
+#define CESCAPE(s, mode) cescape_buf((char[CESCAPE_BUF_SIZE]) {}, CESCAPE_BUF_SIZE, (s), (mode))

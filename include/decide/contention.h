@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "macro.h"
+
 /* The trace events the daemon reads (tracefs.h opens and reads the
  * instance) and what one sampled window of them says about who keeps ksmd
  * waiting: parsing and accounting, no I/O. */
@@ -22,7 +24,7 @@ typedef enum TraceEventType {
 
 typedef struct TraceEvent {
         TraceEventType type;
-        char comm[17];                  /* as the trace printed it; may be "<...>" */
+        char comm[TASK_COMM_SIZE];      /* as the trace printed it; may be "<...>" */
         int pid;                        /* the thread (common_pid) */
         int tgid;                       /* its process, -1 without options/record-tgid */
         unsigned cpu;
@@ -49,7 +51,7 @@ typedef struct LockHolder {
         uint64_t mm;
         int tgid;                       /* of a writer seen on it, -1 unknown */
         uint64_t memcg_id;
-        char comm[17];
+        char comm[TASK_COMM_SIZE];
         uint64_t write_locks;
         uint64_t write_hold_nsec;       /* from acquire to release, paired per thread */
         uint64_t ksmd_locks;            /* ksmd's acquisitions of this mm */

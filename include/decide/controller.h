@@ -63,7 +63,7 @@ typedef struct Exclusion {
         int pid;
         uint64_t start_time_ticks;
         uint64_t since_usec;
-        char comm[17];
+        char comm[TASK_COMM_SIZE];
 } Exclusion;
 
 typedef struct Controller {

@@ -45,6 +45,8 @@ typedef enum KsmKey {
 typedef enum KsmAdvisorMode {
         KSM_ADVISOR_NONE = 0,
         KSM_ADVISOR_SCAN_TIME = 1,
+        _KSM_ADVISOR_MODE_MAX,
+        _KSM_ADVISOR_MODE_INVALID = -EINVAL,
 } KsmAdvisorMode;
 
 typedef struct KsmState {
@@ -64,7 +66,8 @@ static inline int64_t ksm_state_general_profit(const KsmState *s) {
 
 /* Parsers for sysfs contents, exposed for tests. */
 int ksm_parse_value(KsmKey k, const char *text, uint64_t *ret);
-const char *ksm_advisor_mode_to_string(uint64_t mode);
+const char *ksm_advisor_mode_to_string(uint64_t mode); /* "none" for an unknown value */
+KsmAdvisorMode ksm_advisor_mode_from_string(const char *s); /* the bare word: "none", "scan-time" */
 
 /* Formats a knob value as the kernel spells it (advisor_mode as a word). */
 int ksm_format_value(KsmKey k, uint64_t value, char *buf, size_t n);

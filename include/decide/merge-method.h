@@ -14,8 +14,8 @@ typedef enum MergeMethod {
 } MergeMethod;
 
 /* Names as written in policies and shown by ksmctl: any, madvise,
- * process_ksm, inject, none. */
+ * process_ksm, inject, none. The table (string-table.h) is public for
+ * conf_parse_enum(). */
+extern const char *const merge_method_table[_MERGE_METHOD_MAX];
 const char *merge_method_to_string(MergeMethod m);
 MergeMethod merge_method_from_string(const char *s);
-/* NULL-terminated list of the names above, for conf_parse_enum(). */
-extern const char *const merge_method_names[];

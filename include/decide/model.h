@@ -47,7 +47,7 @@ typedef struct ModelContender {
         int pid;                        /* tgid */
         uint64_t start_time_ticks;      /* filled by the caller from stat, 0 unknown */
         uint64_t memcg_id;
-        char comm[17];
+        char comm[TASK_COMM_SIZE];
         double ksmd_blocked_fraction;   /* of the window's wall time, ksmd waiting for this mm */
         double trylock_failure_fraction;/* of ksmd's tries on this mm */
         uint64_t ksmd_trylock_failures;
@@ -117,7 +117,7 @@ typedef struct Model {
         uint64_t entered_usec;          /* last ksm_enter (0 never) */
         unsigned entered_count;         /* ksm_enter events so far */
         int entered_pid;
-        char entered_comm[17];
+        char entered_comm[TASK_COMM_SIZE];
 
         /* need */
         double mem_available_ratio;     /* MemAvailable / MemTotal, 1 when unknown */

@@ -23,8 +23,9 @@ typedef enum PolicyMode {
         _POLICY_MODE_MAX,
 } PolicyMode;
 
+/* The names of Mode=; the table (string-table.h) is public for conf_parse_enum(). */
+extern const char *const policy_mode_table[_POLICY_MODE_MAX];
 const char *policy_mode_to_string(PolicyMode m);
-extern const char *const policy_mode_names[];
 
 /* One match key: space-separated globs, any of which may match; the key
  * repeated appends, an empty value resets. A bad value in a [Match] key

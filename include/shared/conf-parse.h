@@ -61,7 +61,14 @@ int conf_parse_timespan(const ConfContext *c, const char *value, void *dst, cons
 int conf_parse_string(const ConfContext *c, const char *value, void *dst, const void *data);    /* char* */
 int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data);      /* char**, space separated */
 int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, const void *data); /* int */
-/* data: const char *const[] NULL-terminated; stores the index as int. */
+/* data: CONF_ENUM(table) of a string table (string-table.h); stores the
+ * index of the name as int. Unlike the tables' own lookups, the value
+ * matches in any case ("Mode=Never"), as config values always have. */
+typedef struct ConfEnum {
+        const char *const *table;
+        size_t n;
+} ConfEnum;
+#define CONF_ENUM(t) (&(const ConfEnum) { (t), ELEMENTSOF(t) })
 int conf_parse_enum(const ConfContext *c, const char *value, void *dst, const void *data);
 
 /* Called for a section header the table does not know about at all: by

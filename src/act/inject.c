@@ -26,10 +26,11 @@
 #include "proc-maps.h"
 #include "procfs.h"
 #include "seccomp-eval.h"
+#include "string-table.h"
 #include "syscalls.h"
 #include "util.h"
 
-static const char *const phase_names[_INJECT_PHASE_MAX] = {
+static const char *const inject_phase_table[_INJECT_PHASE_MAX] = {
         [INJECT_PHASE_SEIZED] = "seized",
         [INJECT_PHASE_STOPPED] = "stopped",
         [INJECT_PHASE_FRAME_WRITTEN] = "frame-written",
@@ -40,9 +41,7 @@ static const char *const phase_names[_INJECT_PHASE_MAX] = {
         [INJECT_PHASE_RESTORED] = "restored",
 };
 
-const char *inject_phase_to_string(InjectPhase p) {
-        return p >= 0 && p < _INJECT_PHASE_MAX ? phase_names[p] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(inject_phase, InjectPhase);
 
 #if !defined(__x86_64__)
 

@@ -12,6 +12,7 @@
 #include "merge.h"
 #include "proc-maps.h"
 #include "procfs.h"
+#include "string-table.h"
 #include "syscalls.h"
 #include "util.h"
 
@@ -22,7 +23,7 @@
  * ENOMEM for the holes, after having unmarked the rest. */
 #define INJECT_RUNS_MAX 256
 
-static const char *const outcome_names[_MERGE_OUTCOME_KIND_MAX] = {
+static const char *const merge_outcome_kind_table[_MERGE_OUTCOME_KIND_MAX] = {
         [MERGE_OUTCOME_DONE] = "done",
         [MERGE_OUTCOME_ALREADY] = "already",
         [MERGE_OUTCOME_DRY_RUN] = "dry-run",
@@ -33,9 +34,7 @@ static const char *const outcome_names[_MERGE_OUTCOME_KIND_MAX] = {
         [MERGE_OUTCOME_GONE] = "gone",
 };
 
-const char *merge_outcome_kind_to_string(MergeOutcomeKind k) {
-        return k >= 0 && k < _MERGE_OUTCOME_KIND_MAX ? outcome_names[k] : NULL;
-}
+DEFINE_STRING_TABLE_TO_STRING(merge_outcome_kind, MergeOutcomeKind);
 
 void merge_report_done(MergeReport *r) {
         free(r->outcomes);

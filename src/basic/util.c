@@ -303,20 +303,34 @@ uint64_t page_size(void) {
         return p > 0 ? (uint64_t) p : PAGE_SIZE_DEFAULT;
 }
 
-char *cescape(const char *s) {
-        size_t n = strlen(s);
-        char *r = malloc(n * 4 + 1), *p = r;
-        if (!r)
-                return NULL;
-        for (; *s; s++) {
+const char *cescape_buf(char *buf, size_t size, const char *s, CEscapeMode mode) {
+        static const char hex[] = "0123456789abcdef";
+        size_t o = 0, cut = 0; /* cut: the latest end of a character that leaves room for "..." */
+
+        if (size == 0)
+                return "";
+        for (s = strempty(s); *s; s++) {
                 unsigned char c = (unsigned char) *s;
-                if (c < 0x20 || c >= 0x7f || c == '\\')
-                        p += sprintf(p, "\\x%02x", c);
-                else
-                        *p++ = (char) c;
+                bool esc = c < 0x20 || c == 0x7f || (mode == CESCAPE_ASCII && (c >= 0x80 || c == '\\'));
+
+                if (o + (esc ? 4 : 1) >= size) {
+                        o = cut;
+                        for (size_t i = 0; i < 3 && o + 1 < size; i++)
+                                buf[o++] = '.';
+                        break;
+                }
+                if (esc) {
+                        buf[o++] = '\\';
+                        buf[o++] = 'x';
+                        buf[o++] = hex[c >> 4];
+                        buf[o++] = hex[c & 0xf];
+                } else
+                        buf[o++] = (char) c;
+                if (o + 3 < size)
+                        cut = o;
         }
-        *p = 0;
-        return r;
+        buf[o] = 0;
+        return buf;
 }
 
 size_t utf8_sequence_length(const char *str) {

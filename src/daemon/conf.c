@@ -15,8 +15,14 @@ static const ConfRange prune_range = { 0, UINT32_MAX };
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Config, field), data }
 
-const char *const idle_mode_names[] = { "slow", "stop", NULL };
-const char *const advisor_policy_names[] = { "off", "leave", NULL };
+static const char *const idle_mode_table[_IDLE_MODE_MAX] = {
+        [IDLE_MODE_SLOW] = "slow",
+        [IDLE_MODE_STOP] = "stop",
+};
+static const char *const advisor_policy_table[_ADVISOR_POLICY_MAX] = {
+        [ADVISOR_POLICY_OFF] = "off",
+        [ADVISOR_POLICY_LEAVE] = "leave",
+};
 
 static const ConfRange percent_range = { 0, 100 };
 static const ConfRange pages_range = { 1, UINT32_MAX };
@@ -58,11 +64,11 @@ const ConfItem config_table[] = {
         ITEM("Tuning", "BurstMinNewPages", conf_parse_u64, tuning.burst_min_new_pages, &pages_range),
         ITEM("Tuning", "MaintenanceScanTime", conf_parse_timespan, tuning.maintenance_scan_time_usec, &long_span_range),
         ITEM("Tuning", "IdleAfter", conf_parse_timespan, tuning.idle_after_usec, &any_span_range),
-        ITEM("Tuning", "IdleMode", conf_parse_enum, tuning.idle_mode, idle_mode_names),
+        ITEM("Tuning", "IdleMode", conf_parse_enum, tuning.idle_mode, CONF_ENUM(idle_mode_table)),
         ITEM("Tuning", "MemAvailablePlentiful", conf_parse_double, tuning.mem_plentiful_percent, &percent_range),
         ITEM("Tuning", "MemAvailableTight", conf_parse_double, tuning.mem_tight_percent, &percent_range),
         ITEM("Tuning", "PressureHigh", conf_parse_double, tuning.psi_high_percent, &percent_range),
-        ITEM("Tuning", "AdvisorPolicy", conf_parse_enum, tuning.advisor_policy, advisor_policy_names),
+        ITEM("Tuning", "AdvisorPolicy", conf_parse_enum, tuning.advisor_policy, CONF_ENUM(advisor_policy_table)),
         ITEM("Tuning", "Tracepoints", conf_parse_bool, tuning.tracepoints, NULL),
         ITEM("Tuning", "MountTracefs", conf_parse_bool, tuning.mount_tracefs, NULL),
         ITEM("Tuning", "ContentionInterval", conf_parse_timespan, tuning.contention_interval_usec, &long_span_range),

@@ -8,10 +8,6 @@
 #include "plan.h"
 #include "tuning-config.h"
 
-/* Names of IdleMode= and AdvisorPolicy= values, for conf_parse_enum(). */
-extern const char *const idle_mode_names[];
-extern const char *const advisor_policy_names[];
-
 /* ksmtuned2.conf: every key is documented in ksmtuned2.conf(5) and appears,
  * commented out at its default, in conf/ksmtuned2.conf. */
 typedef struct Config {

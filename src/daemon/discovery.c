@@ -11,6 +11,7 @@
 #include "policy-load.h"
 #include "process-read.h"
 #include "log.h"
+#include "string-table.h"
 #include "util.h"
 
 #define LATENCY_RING 65536
@@ -63,9 +64,13 @@ struct Discovery {
 
 #define RESYNC_SLICE 256
 
-const char *discovery_mode_to_string(DiscoveryMode m) {
-        return m == DISCOVERY_EVENTS ? "events" : m == DISCOVERY_POLLING ? "polling" : "?";
-}
+static const char *const discovery_mode_table[_DISCOVERY_MODE_MAX] = {
+        [DISCOVERY_EVENTS] = "events",
+        [DISCOVERY_POLLING] = "polling",
+};
+
+/* "?" rather than NULL: the state dump and the logs print it as it is. */
+DEFINE_STRING_TABLE_TO_STRING_FALLBACK(discovery_mode, DiscoveryMode, "?");
 
 static uint64_t boottime_usec(void) {
         return now_usec(CLOCK_BOOTTIME);
@@ -170,12 +175,12 @@ static void classify_one(Discovery *d, Process *p) {
          * would otherwise log a line per connection. */
         p->verdict_logged = false;
         if (log_get_max_level() >= LOG_DEBUG) {
-                _cleanup_free_ char *comm = cescape(p->comm);
+                const char *comm = CESCAPE(p->comm, CESCAPE_ASCII);
                 if (v.action == VERDICT_LEAVE_ALONE)
-                        log_debug("pid %d (%s): %s: %s", p->pid, strna(comm), verdict_action_to_string(v.action),
+                        log_debug("pid %d (%s): %s: %s", p->pid, comm, verdict_action_to_string(v.action),
                                   v.reason);
                 else
-                        log_debug("pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm),
+                        log_debug("pid %d (%s): %s by %s:%u: %s", p->pid, comm,
                                   verdict_action_to_string(v.action), v.policy_file, v.policy_line, v.reason);
         }
 }
@@ -185,12 +190,12 @@ static void announce_verdict(Discovery *d, Process *p) {
             p->verdict.action == VERDICT_WAIT)
                 return;
         p->verdict_logged = true;
-        _cleanup_free_ char *comm = cescape(p->comm);
+        const char *comm = CESCAPE(p->comm, CESCAPE_ASCII);
         const Verdict *v = &p->verdict;
-        log_info("pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm), verdict_action_to_string(v->action),
+        log_info("pid %d (%s): %s by %s:%u: %s", p->pid, comm, verdict_action_to_string(v->action),
                  v->policy_file, v->policy_line, v->reason);
         if (d->opts.decisions)
-                decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s:%u: %s", p->pid, strna(comm),
+                decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s:%u: %s", p->pid, comm,
                                  verdict_action_to_string(v->action), v->policy_file, v->policy_line, v->reason);
 }
 
@@ -554,10 +559,10 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         if (r->error == -ETIME) {
                 if (!p->slow) {
-                        _cleanup_free_ char *comm = cescape(p->comm);
+                        const char *comm = CESCAPE(p->comm, CESCAPE_ASCII);
                         log_notice("pid %d (%s): reading its %s took over %" PRIu64 " ms (mmap_lock busy); "
                                    "marked slow, not read again for a while.",
-                                   p->pid, strna(comm), r->kind == MM_READ_CMDLINE ? "cmdline" : "ksm_stat",
+                                   p->pid, comm, r->kind == MM_READ_CMDLINE ? "cmdline" : "ksm_stat",
                                    r->duration_usec / USEC_PER_MSEC);
                 }
                 p->slow = true;

@@ -302,11 +302,10 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
         if (r < 0)
                 return r;
         mode = manager_mode_from_string(name);
-        if (mode < 0) {
-                _cleanup_free_ char *e = cescape(name);
+        if (mode < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_MODE,
-                                         "Unknown mode \"%s\": expected auto, tune-only or observe.", strna(e));
-        }
+                                         "Unknown mode \"%s\": expected auto, tune-only or observe.",
+                                         CESCAPE(name, CESCAPE_ASCII));
         if (mode != m->mode) {
                 char what[64];
                 snprintf(what, sizeof what, "mode %s (was %s)", manager_mode_to_string(mode),

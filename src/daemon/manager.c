@@ -13,24 +13,16 @@
 #include "manager-merge.h"
 #include "manager.h"
 #include "sandbox.h"
+#include "string-table.h"
 #include "util.h"
 
-static const char *const mode_names[_MANAGER_MODE_MAX] = {
+static const char *const manager_mode_table[_MANAGER_MODE_MAX] = {
         [MANAGER_MODE_AUTO] = "auto",
         [MANAGER_MODE_TUNE_ONLY] = "tune-only",
         [MANAGER_MODE_OBSERVE] = "observe",
 };
 
-const char *manager_mode_to_string(ManagerMode m) {
-        return m >= 0 && m < _MANAGER_MODE_MAX ? mode_names[m] : NULL;
-}
-
-ManagerMode manager_mode_from_string(const char *s) {
-        for (int i = 0; s && i < _MANAGER_MODE_MAX; i++)
-                if (streq(mode_names[i], s))
-                        return (ManagerMode) i;
-        return _MANAGER_MODE_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(manager_mode, ManagerMode);
 
 int manager_new(const ManagerOptions *o, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;

@@ -137,8 +137,8 @@ const ConfItem policy_table[] = {
         ITEM("Match", "VM", parse_globs_vm, vm, &match_data),
         ITEM("Match", "User", parse_users, users, &match_data),
         ITEM("Match", "Cmdline", parse_glob_cmdline, cmdline, &match_data),
-        ITEM("Merge", "Mode", conf_parse_enum, mode, policy_mode_names),
-        ITEM("Merge", "Method", conf_parse_enum, method, merge_method_names),
+        ITEM("Merge", "Mode", conf_parse_enum, mode, CONF_ENUM(policy_mode_table)),
+        ITEM("Merge", "Method", conf_parse_enum, method, CONF_ENUM(merge_method_table)),
         ITEM("Merge", "MinAnonMiB", conf_parse_u64, min_anon_mib, &anon_range),
         ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
 };

@@ -90,7 +90,7 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
         }
         if (e->type == TRACE_EVENT_KSM_ENTER) {
                 int pid = e->tgid > 0 ? e->tgid : e->pid;
-                char comm[17];
+                char comm[TASK_COMM_SIZE];
                 _cleanup_close_ int dfd = -EBADF;
                 _cleanup_free_ char *c = NULL;
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "controller.h"
+#include "string-table.h"
 #include "util.h"
 
 /* Rate changes smaller than this are noise: the knobs stay. */
@@ -30,15 +31,14 @@
 #define ARRIVAL_HOLD_USEC (400 * USEC_PER_MSEC)
 #define ARRIVAL_MAX_HOLD_USEC (5 * USEC_PER_SEC)
 
-const char *tune_mode_to_string(TuneMode m) {
-        static const char *const names[_TUNE_MODE_MAX] = {
-                [TUNE_MODE_MAINTAIN] = "maintain",
-                [TUNE_MODE_BURST] = "burst",
-                [TUNE_MODE_DECAY] = "decay",
-                [TUNE_MODE_IDLE] = "idle",
-        };
-        return m >= 0 && m < _TUNE_MODE_MAX ? names[m] : NULL;
-}
+static const char *const tune_mode_table[_TUNE_MODE_MAX] = {
+        [TUNE_MODE_MAINTAIN] = "maintain",
+        [TUNE_MODE_BURST] = "burst",
+        [TUNE_MODE_DECAY] = "decay",
+        [TUNE_MODE_IDLE] = "idle",
+};
+
+DEFINE_STRING_TABLE_TO_STRING(tune_mode, TuneMode);
 
 _printf_(3, 4) static void decide(ControllerDecisions *d, const char *kind, const char *fmt, ...) {
         va_list ap;
@@ -226,12 +226,13 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 if (r < 0)
                         return r;
                 decide(d, "exclude", "%s", a.reason);
-                c->exclusions[c->n_exclusions++] = (Exclusion) {
+                Exclusion *e = &c->exclusions[c->n_exclusions++];
+                *e = (Exclusion) {
                         .pid = x->pid,
                         .start_time_ticks = x->start_time_ticks,
                         .since_usec = now,
                 };
-                strscpy(c->exclusions[c->n_exclusions - 1].comm, sizeof x->comm, x->comm);
+                strscpy(e->comm, sizeof e->comm, x->comm);
         }
         return 0;
 }

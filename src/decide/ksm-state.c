@@ -5,9 +5,10 @@
 #include <string.h>
 
 #include "ksm-state.h"
+#include "string-table.h"
 #include "util.h"
 
-static const char *const ksm_key_names[_KSM_KEY_MAX] = {
+static const char *const ksm_key_table[_KSM_KEY_MAX] = {
         [KSM_PAGES_SHARED] = "pages_shared",
         [KSM_PAGES_SHARING] = "pages_sharing",
         [KSM_PAGES_UNSHARED] = "pages_unshared",
@@ -34,50 +35,42 @@ static const char *const ksm_key_names[_KSM_KEY_MAX] = {
         [KSM_ADVISOR_TARGET_SCAN_TIME] = "advisor_target_scan_time",
 };
 
-const char *ksm_key_to_string(KsmKey k) {
-        if (k < 0 || k >= _KSM_KEY_MAX)
-                return NULL;
-        return ksm_key_names[k];
-}
-
-KsmKey ksm_key_from_string(const char *s) {
-        for (int k = 0; k < _KSM_KEY_MAX; k++)
-                if (strcmp(ksm_key_names[k], s) == 0)
-                        return (KsmKey) k;
-        return _KSM_KEY_INVALID;
-}
+DEFINE_STRING_TABLE_LOOKUP(ksm_key, KsmKey);
 
 bool ksm_key_is_knob(KsmKey k) {
         return k >= _KSM_FIRST_KNOB && k < _KSM_KEY_MAX;
 }
 
-const char *ksm_advisor_mode_to_string(uint64_t mode) {
-        return mode == KSM_ADVISOR_SCAN_TIME ? "scan-time" : "none";
-}
+static const char *const ksm_advisor_mode_table[_KSM_ADVISOR_MODE_MAX] = {
+        [KSM_ADVISOR_NONE] = "none",
+        [KSM_ADVISOR_SCAN_TIME] = "scan-time",
+};
+
+/* "none" for a value the kernel would not know either: it is what
+ * ksm_format_value() writes back, and the kernel accepts it. */
+DEFINE_STRING_TABLE_TO_STRING_FALLBACK(ksm_advisor_mode, uint64_t, "none");
+DEFINE_STRING_TABLE_FROM_STRING(ksm_advisor_mode, KsmAdvisorMode);
 
 int ksm_parse_value(KsmKey k, const char *text, uint64_t *ret) {
         if (k == KSM_ADVISOR_MODE) {
                 /* "[none] scan-time": the bracketed word is the active mode. A
                  * bare word (as the knob journal stores it) names it directly. */
                 const char *o = strchr(text, '['), *c = o ? strchr(o, ']') : NULL;
-                if (!o && !c) {
-                        if (streq(text, "none"))
-                                *ret = KSM_ADVISOR_NONE;
-                        else if (streq(text, "scan-time"))
-                                *ret = KSM_ADVISOR_SCAN_TIME;
-                        else
+                KsmAdvisorMode mode;
+                if (!o)
+                        mode = ksm_advisor_mode_from_string(text);
+                else {
+                        char word[16];
+                        size_t len = c ? (size_t) (c - o - 1) : SIZE_MAX;
+                        if (len >= sizeof word)
                                 return -EINVAL;
-                        return 0;
+                        memcpy(word, o + 1, len);
+                        word[len] = 0;
+                        mode = ksm_advisor_mode_from_string(word);
                 }
-                if (!o || !c)
+                if (mode < 0)
                         return -EINVAL;
-                size_t len = (size_t) (c - o - 1);
-                if (len == 4 && strncmp(o + 1, "none", 4) == 0)
-                        *ret = KSM_ADVISOR_NONE;
-                else if (len == 9 && strncmp(o + 1, "scan-time", 9) == 0)
-                        *ret = KSM_ADVISOR_SCAN_TIME;
-                else
-                        return -EINVAL;
+                *ret = (uint64_t) mode;
                 return 0;
         }
         if (k == KSM_GENERAL_PROFIT) {

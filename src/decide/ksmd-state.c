@@ -2,18 +2,18 @@
 #include <string.h>
 
 #include "ksmd-state.h"
+#include "string-table.h"
 #include "util.h"
 
-const char *ksmd_wait_to_string(KsmdWait w) {
-        static const char *const names[_KSMD_WAIT_MAX] = {
-                [KSMD_RUNNING] = "running",
-                [KSMD_SLEEPING] = "sleeping",
-                [KSMD_BLOCKED_MMAP_LOCK] = "blocked-mmap-lock",
-                [KSMD_BLOCKED_OTHER] = "blocked-other",
-                [KSMD_OTHER] = "other",
-        };
-        return w >= 0 && w < _KSMD_WAIT_MAX ? names[w] : NULL;
-}
+static const char *const ksmd_wait_table[_KSMD_WAIT_MAX] = {
+        [KSMD_RUNNING] = "running",
+        [KSMD_SLEEPING] = "sleeping",
+        [KSMD_BLOCKED_MMAP_LOCK] = "blocked-mmap-lock",
+        [KSMD_BLOCKED_OTHER] = "blocked-other",
+        [KSMD_OTHER] = "other",
+};
+
+DEFINE_STRING_TABLE_TO_STRING(ksmd_wait, KsmdWait);
 
 KsmdWait ksmd_classify_wait(char state, const char *wchan) {
         static const char *const rwsem_wchans[] = {

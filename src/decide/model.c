@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "string-table.h"
 #include "util.h"
 
 /* Before ksmd's cost is measured on this host: ~4 us of CPU per scanned
@@ -13,15 +14,14 @@
 #define MIN_PAGES_FOR_RATE 512
 #define EWMA_WEIGHT 0.3
 
-const char *ksm_lock_core_to_string(KsmLockCore c) {
-        static const char *const names[_KSM_LOCK_CORE_MAX] = {
-                [KSM_LOCK_CORE_UNKNOWN] = "unknown",
-                [KSM_LOCK_CORE_BLOCKING] = "blocking",
-                [KSM_LOCK_CORE_TRYLOCK] = "trylock",
-                [KSM_LOCK_CORE_PER_VMA] = "per-vma",
-        };
-        return c >= 0 && c < _KSM_LOCK_CORE_MAX ? names[c] : NULL;
-}
+static const char *const ksm_lock_core_table[_KSM_LOCK_CORE_MAX] = {
+        [KSM_LOCK_CORE_UNKNOWN] = "unknown",
+        [KSM_LOCK_CORE_BLOCKING] = "blocking",
+        [KSM_LOCK_CORE_TRYLOCK] = "trylock",
+        [KSM_LOCK_CORE_PER_VMA] = "per-vma",
+};
+
+DEFINE_STRING_TABLE_TO_STRING(ksm_lock_core, KsmLockCore);
 
 void model_init(Model *m, uint64_t page_size, uint64_t min_gain_pages) {
         *m = (Model) {
@@ -242,7 +242,8 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                         continue;
                 if (h->tgid <= 0)
                         continue;       /* never seen writing: nothing to attribute it to */
-                m->contenders[m->n_contenders++] = (ModelContender) {
+                ModelContender *mc = &m->contenders[m->n_contenders++];
+                *mc = (ModelContender) {
                         .pid = h->tgid,
                         .memcg_id = h->memcg_id,
                         .ksmd_blocked_fraction = blocked,
@@ -253,6 +254,6 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                         .write_hold_fraction = MIN(1.0, (double) h->write_hold_nsec / wall_nsec),
                         .merging_pages = -1,
                 };
-                strscpy(m->contenders[m->n_contenders - 1].comm, sizeof h->comm, h->comm);
+                strscpy(mc->comm, sizeof mc->comm, h->comm);
         }
 }

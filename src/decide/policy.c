@@ -4,13 +4,17 @@
 #include <string.h>
 
 #include "policy.h"
+#include "string-table.h"
 #include "util.h"
 
-const char *const policy_mode_names[] = { "always", "auto", "never", NULL };
+const char *const policy_mode_table[_POLICY_MODE_MAX] = {
+        [POLICY_MODE_ALWAYS] = "always",
+        [POLICY_MODE_AUTO] = "auto",
+        [POLICY_MODE_NEVER] = "never",
+};
 
-const char *policy_mode_to_string(PolicyMode m) {
-        return (unsigned) m < _POLICY_MODE_MAX ? policy_mode_names[m] : "?";
-}
+/* "?" rather than NULL: a verdict's reason quotes it. */
+DEFINE_STRING_TABLE_TO_STRING_FALLBACK(policy_mode, PolicyMode, "?");
 
 void policy_done(Policy *p) {
         free(p->path);

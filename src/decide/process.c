@@ -4,17 +4,18 @@
 #include <string.h>
 
 #include "process.h"
+#include "string-table.h"
 #include "util.h"
 
-const char *verdict_action_to_string(VerdictAction a) {
-        static const char *const names[_VERDICT_ACTION_MAX] = {
-                [VERDICT_LEAVE_ALONE] = "leave-alone",
-                [VERDICT_MERGE] = "merge",
-                [VERDICT_WAIT] = "wait",
-                [VERDICT_DONT_MERGE] = "dont-merge",
-        };
-        return (unsigned) a < _VERDICT_ACTION_MAX ? names[a] : "?";
-}
+static const char *const verdict_action_table[_VERDICT_ACTION_MAX] = {
+        [VERDICT_LEAVE_ALONE] = "leave-alone",
+        [VERDICT_MERGE] = "merge",
+        [VERDICT_WAIT] = "wait",
+        [VERDICT_DONT_MERGE] = "dont-merge",
+};
+
+/* "?" rather than NULL: logs and the bus print it as it is. */
+DEFINE_STRING_TABLE_TO_STRING_FALLBACK(verdict_action, VerdictAction, "?");
 
 const char *verdict_refuses_change(const Verdict *v) {
         if (v->action == VERDICT_LEAVE_ALONE || v->method == MERGE_METHOD_NONE)

@@ -58,29 +58,9 @@ static int verb_help(int argc, char **argv, const KsmctlOptions *o) {
 /* Strings from the daemon (cgroup paths, policy paths, reasons that quote a
  * process name) are untrusted: control characters are escaped as \xNN before
  * they reach a terminal. Backslashes stay, so systemd's own escapes in unit
- * names read as systemd writes them. A small ring, so one printf can take
- * several; each result stays valid for the next 7 calls. */
-static const char *esc(const char *s) {
-        static char *ring[8];
-        static unsigned next;
-        char **slot = &ring[next++ % ELEMENTSOF(ring)];
-        const char *p;
-        char *o;
-
-        free(*slot);
-        *slot = o = malloc(strlen(strempty(s)) * 4 + 1);
-        if (!o)
-                return "";
-        for (p = strempty(s); *p; p++) {
-                unsigned char c = (unsigned char) *p;
-                if (c < 0x20 || c == 0x7f)
-                        o += sprintf(o, "\\x%02x", c);
-                else
-                        *o++ = (char) c;
-        }
-        *o = 0;
-        return *slot;
-}
+ * names read as systemd writes them. The copy lives until the end of the
+ * block, so one printf can take several. */
+#define ESC(s) CESCAPE((s), CESCAPE_CONTROL)
 
 /* ---- talking to the daemon ---- */
 
@@ -624,7 +604,7 @@ static void print_status(FILE *f, const Status *s) {
         fprintf(f, "Last decisions (%" PRIu64 " in all):\n", s->decisions_total);
         for (size_t i = 0; i < s->n_decisions && i < DECISIONS_SHOWN; i++)
                 fprintf(f, "  %s  %-8s %s\n", format_realtime(a, sizeof a, s->decisions[i].realtime_usec),
-                        esc(s->decisions[i].kind), esc(s->decisions[i].text));
+                        ESC(s->decisions[i].kind), ESC(s->decisions[i].text));
 }
 
 static void json_status(JsonWriter *w, const Status *s) {
@@ -825,11 +805,10 @@ static int list_processes(const KsmctlOptions *o) {
                         json_end_object(&w);
                         continue;
                 }
-                _cleanup_free_ char *c = cescape(comm);
-                printf("%-8" PRIi32 " %-16s %10s %10s %-12s %-8s %-3s %s%s%s\n", pid, strna(c),
+                printf("%-8" PRIi32 " %-16s %10s %10s %-12s %-8s %-3s %s%s%s\n", pid, CESCAPE(comm, CESCAPE_ASCII),
                        format_bytes(a, sizeof a, pages * page_size()), format_signed_bytes(b, sizeof b, profit),
-                       esc(verdict), isempty(method) ? "-" : esc(method), merging ? "yes" : "no",
-                       esc(where(cgroup, unit, vm, place, sizeof place)), isempty(policy) ? "" : "  ", esc(policy));
+                       ESC(verdict), isempty(method) ? "-" : ESC(method), merging ? "yes" : "no",
+                       ESC(where(cgroup, unit, vm, place, sizeof place)), isempty(policy) ? "" : "  ", ESC(policy));
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
@@ -885,7 +864,7 @@ static int list_cgroups(const KsmctlOptions *o) {
                 else
                         snprintf(name, sizeof name, "%s", isempty(unit) ? "-" : unit);
                 printf("%10s %10s %6" PRIu32 "  %-24s /%s\n", format_bytes(a, sizeof a, pages * page_size()),
-                       format_signed_bytes(b, sizeof b, profit), processes, esc(name), esc(cgroup));
+                       format_signed_bytes(b, sizeof b, profit), processes, ESC(name), ESC(cgroup));
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
@@ -1049,25 +1028,25 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
         }
 
         char a[32], b[40], c[32];
-        _cleanup_free_ char *comm = cescape(fact_s(f, "comm"));
         int64_t merging = fact_i(f, "merging");
-        printf("pid %" PRIi64 " (%s), uid %" PRIi64 "%s%s\n", fact_i(f, "pid"), strna(comm), fact_i(f, "uid"),
-               *fact_s(f, "exe") ? ", " : "", esc(fact_s(f, "exe")));
+        printf("pid %" PRIi64 " (%s), uid %" PRIi64 "%s%s\n", fact_i(f, "pid"),
+               CESCAPE(fact_s(f, "comm"), CESCAPE_ASCII), fact_i(f, "uid"), *fact_s(f, "exe") ? ", " : "",
+               ESC(fact_s(f, "exe")));
         if (fact_i(f, "kernel_thread"))
                 printf("  a kernel thread: KSM never applies.\n");
-        printf("  %-9s/%s", "cgroup:", esc(fact_s(f, "cgroup")));
+        printf("  %-9s/%s", "cgroup:", ESC(fact_s(f, "cgroup")));
         if (*fact_s(f, "vm"))
-                printf("  (VM %s)", esc(fact_s(f, "vm")));
+                printf("  (VM %s)", ESC(fact_s(f, "vm")));
         else if (*fact_s(f, "unit"))
-                printf("  (unit %s)", esc(fact_s(f, "unit")));
-        printf("\n  %-9s%s", "verdict:", esc(fact_s(f, "verdict")));
+                printf("  (unit %s)", ESC(fact_s(f, "unit")));
+        printf("\n  %-9s%s", "verdict:", ESC(fact_s(f, "verdict")));
         if (*fact_s(f, "method"))
-                printf(", method %s", esc(fact_s(f, "method")));
+                printf(", method %s", ESC(fact_s(f, "method")));
         if (fact_i(f, "always"))
                 printf(", always (never excluded by the controller)");
-        printf("\n  %-9s%s\n", "policy:", *fact_s(f, "policy") ? esc(fact_s(f, "policy")) : "none matched");
+        printf("\n  %-9s%s\n", "policy:", *fact_s(f, "policy") ? ESC(fact_s(f, "policy")) : "none matched");
         if (*fact_s(f, "reason"))
-                printf("  %-9s%s\n", "because:", esc(fact_s(f, "reason")));
+                printf("  %-9s%s\n", "because:", ESC(fact_s(f, "reason")));
         printf("  %-9s%s, %" PRIi64 " pages (%s), profit %s; anon RSS %s\n", "merging:",
                merging > 0 ? "on" : merging == 0 ? "off" : "not known yet", fact_i(f, "merging_pages"),
                format_bytes(a, sizeof a, (uint64_t) fact_i(f, "merging_pages") * page_size()),

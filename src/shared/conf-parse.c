@@ -52,8 +52,8 @@ void conf_diag_log(const ConfDiag *d) {
 }
 
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason) {
-        _cleanup_free_ char *esc = cescape(value);
-        conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"), ignoring", reason, esc ? esc : "");
+        conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"), ignoring", reason,
+                      CESCAPE(value, CESCAPE_ASCII));
         return -EINVAL;
 }
 
@@ -189,16 +189,21 @@ int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, con
 }
 
 int conf_parse_enum(const ConfContext *c, const char *value, void *dst, const void *data) {
-        const char *const *names = data;
+        const ConfEnum *e = data;
         char reason[256] = "expected one of:";
-        for (int i = 0; names[i]; i++)
-                if (strcasecmp(names[i], value) == 0) {
-                        *(int *) dst = i;
+        /* strcasecmp, not string_table_from_string(): sections and keys of
+         * these files match in any case (handler() below), and so have enum
+         * values; a policy saying "Mode=Never" must keep meaning never. */
+        for (size_t i = 0; i < e->n; i++)
+                if (e->table[i] && strcasecmp(e->table[i], value) == 0) {
+                        *(int *) dst = (int) i;
                         return 0;
                 }
-        for (int i = 0; names[i]; i++) {
+        for (size_t i = 0; i < e->n; i++) {
+                if (!e->table[i])
+                        continue;
                 strncat(reason, " ", sizeof reason - strlen(reason) - 1);
-                strncat(reason, names[i], sizeof reason - strlen(reason) - 1);
+                strncat(reason, e->table[i], sizeof reason - strlen(reason) - 1);
         }
         return conf_bad_value(c, value, reason);
 }

@@ -7,14 +7,19 @@
 #include <systemd/sd-journal.h>
 
 #include "log.h"
+#include "string-table.h"
 
 static int log_max_level = LOG_INFO;
 static LogTarget log_target = LOG_TARGET_AUTO;
 
-static const char *const level_names[] = {
+static const char *const log_level_table[] = {
         [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
         [LOG_ERR] = "err", [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
         [LOG_INFO] = "info", [LOG_DEBUG] = "debug",
+};
+/* Accepted as well, never printed: the spellings other tools take. */
+static const char *const log_level_alias_table[] = {
+        [LOG_ERR] = "error", [LOG_WARNING] = "warn",
 };
 
 void log_set_max_level(int level) {
@@ -30,21 +35,13 @@ void log_set_target(LogTarget target) {
 }
 
 int log_level_from_string(const char *s) {
-        for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
-                if (level_names[i] && strcmp(level_names[i], s) == 0)
-                        return (int) i;
-        if (strcmp(s, "error") == 0)
-                return LOG_ERR;
-        if (strcmp(s, "warn") == 0)
-                return LOG_WARNING;
-        return -EINVAL;
+        ssize_t l = string_table_from_string(log_level_table, ELEMENTSOF(log_level_table), s);
+        if (l < 0)
+                l = string_table_from_string(log_level_alias_table, ELEMENTSOF(log_level_alias_table), s);
+        return (int) l;
 }
 
-const char *log_level_to_string(int level) {
-        if (level < 0 || level >= (int) ELEMENTSOF(level_names))
-                return NULL;
-        return level_names[level];
-}
+DEFINE_STRING_TABLE_TO_STRING(log_level, int);
 
 static bool journal_wanted(void) {
         if (log_target == LOG_TARGET_JOURNAL)

@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "proc-events.h"
+#include "string-table.h"
 #include "util.h"
 
 /* A fork storm sends three events per process (fork, exec, exit) of about
@@ -33,14 +34,13 @@ struct ProcEvents {
         bool overflow_pending;  /* ENOBUFS seen, resync not yet asked for */
 };
 
-const char *proc_event_type_to_string(ProcEventType t) {
-        static const char *const names[_PROC_EV_MAX] = {
-                [PROC_EV_FORK] = "fork", [PROC_EV_EXEC] = "exec", [PROC_EV_EXIT] = "exit",
-                [PROC_EV_COMM] = "comm", [PROC_EV_UID] = "uid",   [PROC_EV_OTHER] = "other",
-                [PROC_EV_ACK] = "ack",
-        };
-        return (unsigned) t < _PROC_EV_MAX ? names[t] : "?";
-}
+static const char *const proc_event_type_table[_PROC_EV_MAX] = {
+        [PROC_EV_FORK] = "fork", [PROC_EV_EXEC] = "exec", [PROC_EV_EXIT] = "exit",
+        [PROC_EV_COMM] = "comm", [PROC_EV_UID] = "uid",   [PROC_EV_OTHER] = "other",
+        [PROC_EV_ACK] = "ack",
+};
+
+DEFINE_STRING_TABLE_TO_STRING_FALLBACK(proc_event_type, ProcEventType, "?");
 
 int proc_event_decode(const void *payload, size_t len, ProcEvent *ret) {
         struct cn_msg hdr, *cn = &hdr;

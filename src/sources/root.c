@@ -7,20 +7,18 @@
 
 #include "fileio.h"
 #include "root.h"
+#include "string-table.h"
 #include "util.h"
 
-const char *cgroup_layout_to_string(CgroupLayout l) {
-        switch (l) {
-        case CGROUP_LAYOUT_UNIFIED:
-                return "unified";
-        case CGROUP_LAYOUT_HYBRID:
-                return "hybrid";
-        case CGROUP_LAYOUT_OTHER:
-                return "other";
-        default:
-                return "none";
-        }
-}
+static const char *const cgroup_layout_table[] = {
+        [CGROUP_LAYOUT_NONE] = "none",
+        [CGROUP_LAYOUT_UNIFIED] = "unified",
+        [CGROUP_LAYOUT_HYBRID] = "hybrid",
+        [CGROUP_LAYOUT_OTHER] = "other",
+};
+
+/* --probe prints it and the bus exports it: never NULL. */
+DEFINE_STRING_TABLE_TO_STRING_FALLBACK(cgroup_layout, CgroupLayout, "none");
 
 Root *root_free(Root *r) {
         if (!r)

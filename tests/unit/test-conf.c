@@ -63,7 +63,9 @@ static void test_good_values(void **state) {
         char path[1024];
         assert_int_equal(load_text("[Daemon]\nInterval=250ms\nLogLevel=debug\nPolicyDirectories=/a  /b\n"
                                    "RestoreKnobsOnExit=no\n; comment\n# comment\n[Ksm]\nUseZeroPages=yes\n"
-                                   "MaxPageSharing=512\nSmartScan=\n[Sampler]\nKsmdSampleInterval=5ms\n",
+                                   "MaxPageSharing=512\nSmartScan=\n[Sampler]\nKsmdSampleInterval=5ms\n"
+                                   /* enum values match in any case (conf_parse_enum()) */
+                                   "[Tuning]\nIdleMode=Stop\nAdvisorPolicy=LEAVE\n",
                                    &c, &d, path, sizeof path),
                          0);
         assert_int_equal(d.n, 0);
@@ -76,6 +78,8 @@ static void test_good_values(void **state) {
         assert_int_equal(c.max_page_sharing, 512);
         assert_int_equal(c.smart_scan, -1);
         assert_int_equal(c.ksmd_sample_interval_usec, 5000);
+        assert_int_equal(c.tuning.idle_mode, IDLE_MODE_STOP);
+        assert_int_equal(c.tuning.advisor_policy, ADVISOR_POLICY_LEAVE);
         config_done(&c);
 }
 
@@ -145,9 +149,28 @@ static void test_util(void **state) {
         char buf[32];
         assert_string_equal(format_bytes(buf, sizeof buf, 3 * 1024 * 1024), "3.0 MiB");
         assert_string_equal(format_bytes(buf, sizeof buf, 512), "512 B");
-        char *e = cescape("a\nb\\");
-        assert_string_equal(e, "a\\x0ab\\x5c");
-        free(e);
+        /* LogLevel= and --log-level: the syslog names and two aliases, exactly */
+        assert_int_equal(log_level_from_string("warning"), LOG_WARNING);
+        assert_int_equal(log_level_from_string("warn"), LOG_WARNING);
+        assert_int_equal(log_level_from_string("error"), LOG_ERR);
+        assert_int_equal(log_level_from_string("Debug"), -EINVAL);
+        assert_string_equal(log_level_to_string(LOG_ERR), "err");
+        assert_null(log_level_to_string(LOG_DEBUG + 1));
+        char e[8];
+        assert_string_equal(CESCAPE("a\nb\\", CESCAPE_ASCII), "a\\x0ab\\x5c");
+        assert_string_equal(CESCAPE("caf\xc3\xa9", CESCAPE_ASCII), "caf\\xc3\\xa9");
+        /* for a terminal: UTF-8 and systemd's escapes as they are, DEL escaped */
+        assert_string_equal(CESCAPE("caf\xc3\xa9 a\\x2d\x7f\x1b", CESCAPE_CONTROL), "caf\xc3\xa9 a\\x2d\\x7f\\x1b");
+        assert_string_equal(CESCAPE(NULL, CESCAPE_CONTROL), "");
+        /* a copy that does not fit is cut at a whole escape, and says so */
+        assert_string_equal(cescape_buf(e, sizeof e, "abcdefg", CESCAPE_ASCII), "abcdefg");
+        assert_string_equal(cescape_buf(e, sizeof e, "abcdefgh", CESCAPE_ASCII), "abcd...");
+        assert_string_equal(cescape_buf(e, sizeof e, "ab\ncdefgh", CESCAPE_ASCII), "ab...");
+        assert_string_equal(cescape_buf(e, sizeof e, "abc\n", CESCAPE_ASCII), "abc\\x0a");
+        assert_string_equal(cescape_buf(e, 3, "abc", CESCAPE_ASCII), "..");
+        assert_string_equal(cescape_buf(e, 1, "abc", CESCAPE_ASCII), "");
+        char comm[CESCAPE_SIZE(4)];
+        assert_string_equal(cescape_buf(comm, sizeof comm, "\x01\x02\x03\x04", CESCAPE_ASCII), "\\x01\\x02\\x03\\x04");
         const char *name = "web.policy";
         assert_ptr_equal(endswith(name, ".policy"), name + 3);
         assert_ptr_equal(endswith(name, ""), name + strlen(name));

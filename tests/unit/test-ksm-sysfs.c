@@ -25,6 +25,16 @@ static void test_parse_values(void **state) {
         assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "scan-time", &v), 0);
         assert_int_equal(v, KSM_ADVISOR_SCAN_TIME);
         assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "[future] none", &v), -EINVAL);
+        /* the kernel's names, exactly: no other case, no unclosed bracket */
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "[None] scan-time", &v), -EINVAL);
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "Scan-time", &v), -EINVAL);
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "none [scan-time", &v), -EINVAL);
+        assert_int_equal(ksm_parse_value(KSM_ADVISOR_MODE, "[a-word-far-too-long-for-a-mode]", &v), -EINVAL);
+        char buf[16];
+        assert_int_equal(ksm_format_value(KSM_ADVISOR_MODE, KSM_ADVISOR_SCAN_TIME, buf, sizeof buf), 0);
+        assert_string_equal(buf, "scan-time");
+        assert_int_equal(ksm_format_value(KSM_ADVISOR_MODE, 7, buf, sizeof buf), 0);
+        assert_string_equal(buf, "none");
         assert_int_equal(ksm_parse_value(KSM_GENERAL_PROFIT, "-4096", &v), 0);
         assert_int_equal((int64_t) v, -4096);
         assert_int_equal(ksm_parse_value(KSM_PAGES_SHARING, "18446744073709551615", &v), 0);
@@ -33,6 +43,11 @@ static void test_parse_values(void **state) {
         assert_int_equal(ksm_parse_value(KSM_PAGES_SHARING, "12abc", &v), -EINVAL);
         assert_int_equal(ksm_key_from_string("pages_to_scan"), KSM_PAGES_TO_SCAN);
         assert_true(ksm_key_from_string("nonsense") < 0);
+        assert_true(ksm_key_from_string("Pages_To_Scan") < 0);
+        assert_true(ksm_key_from_string(NULL) < 0);
+        assert_string_equal(ksm_key_to_string(KSM_ADVISOR_TARGET_SCAN_TIME), "advisor_target_scan_time");
+        assert_null(ksm_key_to_string(_KSM_KEY_MAX));
+        assert_null(ksm_key_to_string(_KSM_KEY_INVALID));
         assert_true(ksm_key_is_knob(KSM_RUN));
         assert_false(ksm_key_is_knob(KSM_PAGES_SHARING));
 }
