@@ -265,30 +265,25 @@ static uid_t sender_uid(sd_bus_message *msg) {
         return uid;
 }
 
-static void note_request(Manager *m, sd_bus_message *msg, const char *what) {
-        const Decision *d = decision_log_add(&m->decisions, "admin", "%s (requested over the bus by uid %d)", what,
-                                             (int) sender_uid(msg));
-        log_notice("%s", d->text);
+/* Who asked, for the decision log: "over the bus by uid 0". */
+static const char *request_origin(sd_bus_message *msg, char *buf, size_t n) {
+        snprintf(buf, n, "over the bus by uid %d", (int) sender_uid(msg));
+        return buf;
 }
 
 static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        if (!m->paused) {
-                m->paused = true;
-                note_request(m, msg, "paused: no knob or process is changed until resumed");
+        char origin[64];
+        if (manager_set_paused(m, true, request_origin(msg, origin, sizeof origin)) > 0)
                 manager_bus_emit_changes(m);
-        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        if (m->paused) {
-                m->paused = false;
-                note_request(m, msg, "resumed");
+        char origin[64];
+        if (manager_set_paused(m, false, request_origin(msg, origin, sizeof origin)) > 0)
                 manager_bus_emit_changes(m);
-                (void) sd_event_source_set_time_relative(m->tick_source, 0);
-        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -296,6 +291,7 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
         Manager *m = userdata;
         const char *name;
         ManagerMode mode;
+        char origin[64];
         int r;
 
         r = sd_bus_message_read(msg, "s", &name);
@@ -307,20 +303,14 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_MODE,
                                          "Unknown mode \"%s\": expected auto, tune-only or observe.", strna(e));
         }
-        if (mode != m->mode) {
-                char what[64];
-                snprintf(what, sizeof what, "mode %s (was %s)", manager_mode_to_string(mode),
-                         manager_mode_to_string(m->mode));
-                m->mode = mode;
-                note_request(m, msg, what);
+        if (manager_set_mode(m, mode, request_origin(msg, origin, sizeof origin)) > 0)
                 manager_bus_emit_changes(m);
-                (void) sd_event_source_set_time_relative(m->tick_source, 0);
-        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        char origin[64];
         int r;
 
         r = manager_reload(m);
@@ -329,7 +319,7 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                          "Reloading %s failed (%s); the running configuration is kept, "
                                          "details are in the daemon's log.",
                                          m->config_path, r == -EBADMSG ? "it cannot be parsed" : strerror(-r));
-        note_request(m, msg, "configuration reloaded");
+        manager_note_request(m, request_origin(msg, origin, sizeof origin), "configuration reloaded");
         manager_bus_emit_changes(m);
         return sd_bus_reply_method_return(msg, NULL);
 }
@@ -718,18 +708,20 @@ static int bus_connect(ManagerBus *b) {
         return 0;
 }
 
-int manager_bus_attach(Manager *m) {
-        ManagerBus *b;
+int manager_bus_new(Manager *m, ManagerBus **ret) {
+        _cleanup_(manager_bus_freep) ManagerBus *b = NULL;
+        int r;
 
-        if (m->bus)
-                return 0;
         b = calloc(1, sizeof *b);
         if (!b)
                 return log_oom();
         b->manager = m;
         b->retry_usec = RETRY_MIN_USEC;
-        m->bus = b;
-        return bus_connect(b);
+        r = bus_connect(b);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(b);
+        return 0;
 }
 
 ManagerBus *manager_bus_free(ManagerBus *b) {

@@ -8,14 +8,16 @@
 /* The administrator's and the fleet's view of the daemon: the metrics file,
  * and the daemon's side of the system-bus API (org.ksmtuned2(5)): object BUS_PATH,
  * interface BUS_INTERFACE, name BUS_NAME. The bus only reads the manager;
- * Pause/Resume/SetMode/Reload set manager fields that the next tick obeys.
+ * Pause/Resume/SetMode/Reload call its verbs (manager.h), which the next
+ * tick obeys.
  *
  * A system bus that is not there (not started yet, restarted, or absent as on
  * a bare VM) is not an error: the daemon goes on tuning, says so once, and
  * retries with backoff until it connects; a lost connection is retried the
  * same way. $DBUS_SYSTEM_BUS_ADDRESS is honoured (tests use a private bus). */
-int manager_bus_attach(Manager *m);
+int manager_bus_new(Manager *m, ManagerBus **ret);
 ManagerBus *manager_bus_free(ManagerBus *b);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ManagerBus *, manager_bus_free);
 
 /* Once per tick: PropertiesChanged for every property whose value moved
  * since the last emission (one signal carrying all of them). */

@@ -254,13 +254,50 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* New mergeable memory, or the end of one of ksmd's full scans during a
- * burst: tick now rather than at the next interval. */
-static void manager_wake(void *userdata) {
-        Manager *m = userdata;
+void manager_request_tick(Manager *m) {
+        if (!m->tick_source)
+                return;
         (void) sd_event_source_set_time(m->tick_source, now_usec(CLOCK_MONOTONIC));
         (void) sd_event_source_set_time_accuracy(m->tick_source, 1);
         (void) sd_event_source_set_enabled(m->tick_source, SD_EVENT_ONESHOT);
+}
+
+/* New mergeable memory, or the end of one of ksmd's full scans during a
+ * burst: tick now rather than at the next interval. */
+static void manager_wake(void *userdata) {
+        manager_request_tick(userdata);
+}
+
+void manager_note_request(Manager *m, const char *origin, const char *what) {
+        const Decision *d = decision_log_add(&m->decisions, "admin", "%s (requested %s)", what, origin);
+        log_notice("%s", d->text);
+}
+
+int manager_set_paused(Manager *m, bool paused, const char *origin) {
+        if (m->paused == paused)
+                return 0;
+        m->paused = paused;
+        if (paused)
+                manager_note_request(m, origin, "paused: no knob or process is changed until resumed");
+        else {
+                manager_note_request(m, origin, "resumed");
+                manager_request_tick(m);
+        }
+        return 1;
+}
+
+int manager_set_mode(Manager *m, ManagerMode mode, const char *origin) {
+        char what[64];
+
+        if (!manager_mode_to_string(mode))
+                return -EINVAL;
+        if (m->mode == mode)
+                return 0;
+        snprintf(what, sizeof what, "mode %s (was %s)", manager_mode_to_string(mode), manager_mode_to_string(m->mode));
+        m->mode = mode;
+        manager_note_request(m, origin, what);
+        manager_request_tick(m);
+        return 1;
 }
 
 static int on_watchdog(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -400,7 +437,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add tick timer: %m");
 
-        r = manager_bus_attach(m);
+        r = manager_bus_new(m, &m->bus);
         if (r < 0)
                 return r;
 

@@ -68,13 +68,14 @@ typedef struct Manager {
         uint64_t dry_run_said_mask;
         DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
 
-        /* Set over the bus (Pause/Resume/SetMode), applied from the next tick.
+        /* Set by manager_set_paused()/manager_set_mode() (the bus's Pause,
+         * Resume, SetMode), applied from the next tick.
          * Paused: hands off — no knob write, no process action, knobs stay
          * where they are (an administrator can set them by hand meanwhile);
          * measuring and reporting go on. */
         ManagerMode mode;
         bool paused;
-        ManagerBus *bus;                /* NULL until manager_bus_attach() */
+        ManagerBus *bus;                /* NULL until manager_startup() connects it */
         Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
         LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
         MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
@@ -101,6 +102,22 @@ int manager_reload(Manager *m);
 int manager_tick(Manager *m);
 /* Puts changed knobs back unless RestoreKnobsOnExit=no. */
 int manager_restore(Manager *m);
+
+/* What an administrator may change (over the bus: Pause, Resume, SetMode).
+ * Each verb records the request in the decision log with origin ("over the
+ * bus by uid 0") and logs it; the change is obeyed from the next tick, which
+ * Resume and SetMode bring forward to now. Pausing does not: a paused tick
+ * changes nothing. Return 1 when something changed, 0 when it already was
+ * so (nothing is recorded then); manager_set_mode() -EINVAL for a mode out
+ * of range. */
+int manager_set_paused(Manager *m, bool paused, const char *origin);
+int manager_set_mode(Manager *m, ManagerMode mode, const char *origin);
+/* Records a request that has a verb of its own elsewhere (manager_reload)
+ * the same way: "what (requested origin)". */
+void manager_note_request(Manager *m, const char *origin, const char *what);
+/* Ticks now rather than at the next interval; before manager_startup()
+ * there is no timer and nothing to bring forward. */
+void manager_request_tick(Manager *m);
 
 /* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
  * mode observe. */
