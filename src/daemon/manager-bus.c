@@ -17,10 +17,8 @@
 #include <systemd/sd-id128.h>
 
 #include "bus-api.h"
-#include "fileio.h"
 #include "log.h"
 #include "manager-bus.h"
-#include "metrics.h"
 #include "savings.h"
 #include "util.h"
 
@@ -57,12 +55,6 @@ static const char *bus_str(const char *s) {
 }
 
 /* ---- properties ---- */
-
-/* The model's figure (schedstat delta over the latest tick), one for the
- * bus and the metrics. */
-static double ksmd_cpu_fraction(const Manager *m) {
-        return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
-}
 
 #define GETTER(name) \
         static int name(sd_bus *bus, const char *path, const char *interface, const char *property, \
@@ -188,7 +180,7 @@ GETTER(property_get_general_profit) {
 
 GETTER(property_get_ksmd_cpu_fraction) {
         const Manager *m = userdata;
-        return sd_bus_message_append(reply, "d", ksmd_cpu_fraction(m));
+        return sd_bus_message_append(reply, "d", manager_ksmd_cpu_fraction(m));
 }
 
 GETTER(property_get_ksmd_cpu_usec) {
@@ -207,16 +199,8 @@ GETTER(property_get_ksmd_wait_samples) {
         return sd_bus_message_append(reply, "t", m->snapshot.ksmd_waits.samples);
 }
 
-/* Processes a policy took a position on (merge, wait, don't merge). */
-static uint64_t managed_processes(Manager *m) {
-        DiscoveryStatus st = {};
-        if (m->discovery)
-                discovery_get_status(m->discovery, &st);
-        return st.verdicts[VERDICT_MERGE] + st.verdicts[VERDICT_WAIT] + st.verdicts[VERDICT_DONT_MERGE];
-}
-
 GETTER(property_get_managed_processes) {
-        return sd_bus_message_append(reply, "u", (uint32_t) managed_processes(userdata));
+        return sd_bus_message_append(reply, "u", (uint32_t) manager_managed_processes(userdata));
 }
 
 GETTER(property_get_mem) {
@@ -326,10 +310,6 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 
 
 /* ---- processes ---- */
-
-static const ProcessTable *manager_processes(const Manager *m) {
-        return m->discovery ? discovery_processes(m->discovery) : NULL;
-}
 
 static void format_policy(char *buf, size_t n, const Process *p) {
         if (p->have_verdict && p->verdict.policy_file[0])
@@ -736,47 +716,6 @@ ManagerBus *manager_bus_free(ManagerBus *b) {
 
 bool manager_bus_connected(const Manager *m) {
         return m->bus && m->bus->name_owned;
-}
-
-/* ---- the metrics file ---- */
-
-void manager_write_metrics(Manager *m) {
-        /* To log a failing path once per distinct errno, not every tick. */
-        static int last_error = 0;
-        _cleanup_(savings_table_done) SavingsTable cgroups = {};
-        _cleanup_free_ char *text = NULL;
-        const char *path = m->config.metrics_textfile;
-        const ProcessTable *t = manager_processes(m);
-        int r;
-
-        if (isempty(path))
-                return;
-        if (t && savings_by_cgroup(t, &cgroups) < 0)
-                return (void) log_oom();
-        MetricsInput in = {
-                .snapshot = &m->snapshot,
-                .page_size = page_size(),
-                .version = PACKAGE_VERSION,
-                .kernel_release = m->probe.kernel_release,
-                .mode = manager_mode_to_string(m->mode),
-                .paused = m->paused,
-                .dry_run = manager_dry_run(m),
-                .ksmd_cpu_ratio = ksmd_cpu_fraction(m),
-                .managed_processes = managed_processes(m),
-                .decisions_total = m->decisions.total,
-                .ticks = m->tick_count,
-                .now_realtime_usec = now_usec(CLOCK_REALTIME),
-                .cgroups = t ? &cgroups : NULL,
-        };
-        r = metrics_format(&in, &text);
-        if (r < 0)
-                return (void) log_oom();
-        r = write_file_atomic(path, text, strlen(text), 0644);
-        if (r < 0 && r != last_error)
-                log_warning_errno(r, "Cannot write the metrics file %s, going on without it: %m", path);
-        else if (r >= 0 && last_error != 0)
-                log_info("Writing the metrics file %s again.", path);
-        last_error = r < 0 ? r : 0;
 }
 
 /* ---- --bus-introspect ---- */

@@ -5,8 +5,8 @@
 
 #include "manager.h"
 
-/* The administrator's and the fleet's view of the daemon: the metrics file,
- * and the daemon's side of the system-bus API (org.ksmtuned2(5)): object BUS_PATH,
+/* The administrator's view of the daemon: its side of the system-bus API
+ * (org.ksmtuned2(5)): object BUS_PATH,
  * interface BUS_INTERFACE, name BUS_NAME. The bus only reads the manager;
  * Pause/Resume/SetMode/Reload call its verbs (manager.h), which the next
  * tick obeys.
@@ -22,11 +22,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ManagerBus *, manager_bus_free);
 /* Once per tick: PropertiesChanged for every property whose value moved
  * since the last emission (one signal carrying all of them). */
 void manager_bus_emit_changes(Manager *m);
-
-/* Once per tick: the Prometheus textfile of [Metrics] TextfilePath=, if
- * set, replaced atomically. A path that cannot be written is logged once
- * (per distinct error) and tuning goes on. */
-void manager_write_metrics(Manager *m);
 
 /* Whether the name is currently owned by us, for tests and status. */
 bool manager_bus_connected(const Manager *m);

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager-merge.h"
+#include "manager-metrics.h"
 #include "manager.h"
 #include "sandbox.h"
 #include "util.h"
@@ -88,6 +89,21 @@ Manager *manager_free(Manager *m) {
         free(m->config_path);
         free(m);
         return NULL;
+}
+
+const ProcessTable *manager_processes(const Manager *m) {
+        return m->discovery ? discovery_processes(m->discovery) : NULL;
+}
+
+uint64_t manager_managed_processes(const Manager *m) {
+        DiscoveryStatus st = {};
+        if (m->discovery)
+                discovery_get_status(m->discovery, &st);
+        return st.verdicts[VERDICT_MERGE] + st.verdicts[VERDICT_WAIT] + st.verdicts[VERDICT_DONT_MERGE];
+}
+
+double manager_ksmd_cpu_fraction(const Manager *m) {
+        return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
 }
 
 static int ensure_runtime_dir(const Manager *m) {

@@ -64,6 +64,7 @@ typedef struct Manager {
         uint64_t watchdog_usec;
         bool ready_sent;
         int last_knob_error[_KSM_KEY_MAX]; /* to log a refused write once, not every tick */
+        int metrics_error;              /* the metrics file's last write, to log a failure once */
         uint64_t dry_run_said[_KSM_KEY_MAX]; /* "would set" value logged per knob, to say it once */
         uint64_t dry_run_said_mask;
         DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
@@ -118,6 +119,15 @@ void manager_note_request(Manager *m, const char *origin, const char *what);
 /* Ticks now rather than at the next interval; before manager_startup()
  * there is no timer and nothing to bring forward. */
 void manager_request_tick(Manager *m);
+
+/* Readers the facets (bus, metrics file) share. The processes discovery
+ * knows, NULL before startup. */
+const ProcessTable *manager_processes(const Manager *m);
+/* Processes a policy took a position on (merge, wait, don't merge). */
+uint64_t manager_managed_processes(const Manager *m);
+/* The model's figure (schedstat delta over the latest tick), one for the
+ * bus and the metrics. */
+double manager_ksmd_cpu_fraction(const Manager *m);
 
 /* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
  * mode observe. */
