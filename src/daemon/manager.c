@@ -121,24 +121,20 @@ static char *knob_state_path(const Manager *m) {
 }
 
 static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
-        for (int i = _KSM_FIRST_KNOB - 1; i < _KSM_KEY_MAX; i++) {
-                /* advisor_mode first: pages_to_scan refuses writes (EINVAL)
-                 * while the advisor runs. */
-                int k = i < _KSM_FIRST_KNOB ? KSM_ADVISOR_MODE : i;
+        KsmKey order[_KSM_KEY_MAX];
+        size_t n = knob_write_order(plan->value, plan->set_mask, order);
+
+        for (size_t i = 0; i < n; i++) {
+                KsmKey k = order[i];
                 char v[32];
                 int r;
 
-                if (i == KSM_ADVISOR_MODE)
-                        continue;
-
-                if (!knob_plan_has(plan, (KsmKey) k))
-                        continue;
-                r = knob_set(m->root, &m->knobs, &m->snapshot.ksm, (KsmKey) k, plan->value[k], manager_dry_run(m));
-                (void) ksm_format_value((KsmKey) k, plan->value[k], v, sizeof v);
+                r = knob_set(m->root, &m->knobs, &m->snapshot.ksm, k, plan->value[k], manager_dry_run(m));
+                (void) ksm_format_value(k, plan->value[k], v, sizeof v);
                 if (r < 0) {
                         /* A refused write is an outcome; say it once per distinct errno. */
                         if (m->last_knob_error[k] != r)
-                                log_warning_errno(r, "Kernel refused %s=%s: %m", ksm_key_to_string((KsmKey) k), v);
+                                log_warning_errno(r, "Kernel refused %s=%s: %m", ksm_key_to_string(k), v);
                         m->last_knob_error[k] = r;
                         continue;
                 }
@@ -156,7 +152,7 @@ static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
                         m->dry_run_said_mask &= ~(UINT64_C(1) << k);
                 if (r > 0) {
                         log_info("%s%s=%s (was %" PRIu64 ")", manager_dry_run(m) ? "[dry-run] would set " : "set ",
-                                 ksm_key_to_string((KsmKey) k), v, m->snapshot.ksm.value[k]);
+                                 ksm_key_to_string(k), v, m->snapshot.ksm.value[k]);
                         if (!manager_dry_run(m))
                                 m->snapshot.ksm.value[k] = plan->value[k];
                 }
