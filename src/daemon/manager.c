@@ -373,20 +373,9 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         return sd_event_exit(m->event, 0);
 }
 
-int manager_startup(Manager *m) {
+int manager_start_stages(Manager *m) {
         _cleanup_free_ char *summary = NULL, *state = NULL;
         int r;
-
-        /* Block the signals sd-event handles before any thread exists, so
-         * that no thread inherits them unblocked and dies of them. */
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        sigaddset(&mask, SIGUSR1);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return log_error_errno(negative_errno(), "Failed to block signals: %m");
 
         if (m->root->ksm_fd < 0)
                 return log_error_errno(-ENODEV, "KSM is not available: %s/kernel/mm/ksm does not exist "
@@ -418,10 +407,6 @@ int manager_startup(Manager *m) {
                         log_warning_errno(r, "Cannot sample ksmd (pid %d), blocked time unknown: %m", m->ksmd_pid);
         }
 
-        r = manager_merge_start(m);
-        if (r < 0)
-                return r;
-
         DiscoveryOptions dopts = { .decisions = &m->decisions };
         r = discovery_new(m->event, m->root, &dopts, &m->discovery);
         if (r < 0)
@@ -434,6 +419,30 @@ int manager_startup(Manager *m) {
         r = tuner_new(m->event, m->root, m->ksmd_pid, &m->config, manager_wake, m, &m->tuner);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up tuning: %m");
+        return 0;
+}
+
+int manager_startup(Manager *m) {
+        int r;
+
+        /* Block the signals sd-event handles before any thread exists, so
+         * that no thread inherits them unblocked and dies of them. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGUSR1);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(negative_errno(), "Failed to block signals: %m");
+
+        r = manager_start_stages(m);
+        if (r < 0)
+                return r;
+
+        r = manager_merge_start(m);
+        if (r < 0)
+                return r;
 
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
         if (r >= 0)

@@ -92,14 +92,22 @@ int manager_new(const ManagerOptions *o, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Probes the kernel, prepares the runtime directory, installs signal
- * handlers and timers. */
+/* Probes the kernel, prepares the runtime directory, sets up the stages
+ * (manager_start_stages), starts the merge actuator, installs signal
+ * handlers and timers, connects the bus and applies the sandbox. */
 int manager_startup(Manager *m);
+/* The part of manager_startup() a tick needs: probe, knob journal, ksmd
+ * sampler, discovery with the policies, tuner. Nothing that reaches past
+ * the root: no merge actuator (it acts on pids of the real system, whatever
+ * the root), signals, timers, bus, watchdog or sandbox. Tests drive
+ * manager_tick() on a fake tree after it. -ENODEV without KSM. */
+int manager_start_stages(Manager *m);
 /* Runs the loop until SIGTERM/SIGINT; restores knobs on the way out. */
 int manager_run(Manager *m);
 /* Re-reads the configuration; keeps the old one when the new one is broken. */
 int manager_reload(Manager *m);
-/* One pass of the data flow; exposed so tests can drive it. */
+/* One pass of the data flow; exposed so tests can drive it (after
+ * manager_start_stages(), test-manager.c). */
 int manager_tick(Manager *m);
 /* Puts changed knobs back unless RestoreKnobsOnExit=no. */
 int manager_restore(Manager *m);
