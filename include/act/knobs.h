@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "ksm-sysfs.h"
@@ -31,7 +32,12 @@ char *knob_journal_format(const KnobJournal *j);
  * returns 1 where a write would have happened. */
 int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k, uint64_t value, bool dry_run);
 
-/* Puts every journaled knob back, in an order the kernel accepts (advisor off
- * before pages_to_scan, advisor and run last). Returns the first error but
+/* The knobs of mask in the order they must be written: advisor_mode first
+ * when value switches it off (pages_to_scan refuses writes while the advisor
+ * runs), else after its parameters; run last. The only place that order is
+ * kept, for the tuned values and the restore. Fills ret, returns how many. */
+size_t knob_write_order(const uint64_t value[_KSM_KEY_MAX], uint64_t mask, KsmKey ret[_KSM_KEY_MAX]);
+
+/* Puts every journaled knob back, in knob_write_order(). Returns the first error but
  * tries every knob; the journal file is removed when all succeeded. */
 int knob_journal_restore(const Root *root, KnobJournal *j);

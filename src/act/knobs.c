@@ -132,23 +132,42 @@ int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k
         return r < 0 ? r : 1;
 }
 
-int knob_journal_restore(const Root *root, KnobJournal *j) {
-        /* advisor_mode=scan-time makes pages_to_scan refuse writes (EINVAL),
-         * so switch the advisor off first and put it back near the end; run
-         * goes last so ksmd does not scan with half-restored settings. Never
-         * write run=2: that unmerges every KSM page on the host at once. */
+/* The one order of knob writes, for the tuned values and the restore alike:
+ * advisor_mode=scan-time makes pages_to_scan refuse writes (EINVAL), so the
+ * advisor goes off first and on again only after its parameters; run goes
+ * last so ksmd does not start a scan with half-written settings. Never write
+ * run=2 (knob_journal_restore refuses it): that unmerges every KSM page on
+ * the host at once. */
+size_t knob_write_order(const uint64_t value[_KSM_KEY_MAX], uint64_t mask, KsmKey ret[_KSM_KEY_MAX]) {
         static const KsmKey order[] = {
                 KSM_PAGES_TO_SCAN, KSM_SLEEP_MILLISECS, KSM_SMART_SCAN, KSM_USE_ZERO_PAGES,
                 KSM_MAX_PAGE_SHARING, KSM_MERGE_ACROSS_NODES, KSM_STABLE_NODE_CHAINS_PRUNE_MILLISECS,
                 KSM_ADVISOR_MAX_CPU, KSM_ADVISOR_MIN_PAGES_TO_SCAN, KSM_ADVISOR_MAX_PAGES_TO_SCAN,
                 KSM_ADVISOR_TARGET_SCAN_TIME, KSM_ADVISOR_MODE, KSM_RUN,
         };
+        _Static_assert(ELEMENTSOF(order) == _KSM_KEY_MAX - _KSM_FIRST_KNOB, "every knob has its place");
+        bool advisor_off = (mask & (UINT64_C(1) << KSM_ADVISOR_MODE)) && value[KSM_ADVISOR_MODE] == KSM_ADVISOR_NONE;
+        size_t n = 0;
+
+        if (advisor_off)
+                ret[n++] = KSM_ADVISOR_MODE;
+        for (size_t i = 0; i < ELEMENTSOF(order); i++)
+                if ((mask & (UINT64_C(1) << order[i])) && !(order[i] == KSM_ADVISOR_MODE && advisor_off))
+                        ret[n++] = order[i];
+        return n;
+}
+
+int knob_journal_restore(const Root *root, KnobJournal *j) {
+        KsmKey order[_KSM_KEY_MAX];
         uint64_t mode;
         int first_error = 0;
 
         if (j->saved_mask == 0)
                 return 0;
 
+        /* The advisor may run now even where the journal does not switch it
+         * off (someone switched it on since): off while pages_to_scan is put
+         * back, then to what it is now, at its place in the order. */
         if ((j->saved_mask & (UINT64_C(1) << KSM_PAGES_TO_SCAN)) &&
             ksm_sysfs_read_one(root, KSM_ADVISOR_MODE, &mode) >= 0 && mode != KSM_ADVISOR_NONE) {
                 if (!(j->saved_mask & (UINT64_C(1) << KSM_ADVISOR_MODE))) {
@@ -158,14 +177,13 @@ int knob_journal_restore(const Root *root, KnobJournal *j) {
                 (void) ksm_sysfs_write(root, KSM_ADVISOR_MODE, KSM_ADVISOR_NONE);
         }
 
-        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+        size_t n = knob_write_order(j->original, j->saved_mask, order);
+        for (size_t i = 0; i < n; i++) {
                 KsmKey k = order[i];
                 uint64_t now;
                 char v[32];
                 int r;
 
-                if (!(j->saved_mask & (UINT64_C(1) << k)))
-                        continue;
                 if (k == KSM_RUN && j->original[k] == 2)
                         j->original[k] = 0; /* refuse to unmerge everything */
                 if (ksm_sysfs_read_one(root, k, &now) >= 0 && now == j->original[k]) {

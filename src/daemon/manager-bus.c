@@ -17,10 +17,8 @@
 #include <systemd/sd-id128.h>
 
 #include "bus-api.h"
-#include "fileio.h"
 #include "log.h"
 #include "manager-bus.h"
-#include "metrics.h"
 #include "savings.h"
 #include "util.h"
 
@@ -57,12 +55,6 @@ static const char *bus_str(const char *s) {
 }
 
 /* ---- properties ---- */
-
-/* The model's figure (schedstat delta over the latest tick), one for the
- * bus and the metrics. */
-static double ksmd_cpu_fraction(const Manager *m) {
-        return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
-}
 
 #define GETTER(name) \
         static int name(sd_bus *bus, const char *path, const char *interface, const char *property, \
@@ -188,7 +180,7 @@ GETTER(property_get_general_profit) {
 
 GETTER(property_get_ksmd_cpu_fraction) {
         const Manager *m = userdata;
-        return sd_bus_message_append(reply, "d", ksmd_cpu_fraction(m));
+        return sd_bus_message_append(reply, "d", manager_ksmd_cpu_fraction(m));
 }
 
 GETTER(property_get_ksmd_cpu_usec) {
@@ -207,16 +199,8 @@ GETTER(property_get_ksmd_wait_samples) {
         return sd_bus_message_append(reply, "t", m->snapshot.ksmd_waits.samples);
 }
 
-/* Processes a policy took a position on (merge, wait, don't merge). */
-static uint64_t managed_processes(Manager *m) {
-        DiscoveryStatus st = {};
-        if (m->discovery)
-                discovery_get_status(m->discovery, &st);
-        return st.verdicts[VERDICT_MERGE] + st.verdicts[VERDICT_WAIT] + st.verdicts[VERDICT_DONT_MERGE];
-}
-
 GETTER(property_get_managed_processes) {
-        return sd_bus_message_append(reply, "u", (uint32_t) managed_processes(userdata));
+        return sd_bus_message_append(reply, "u", (uint32_t) manager_managed_processes(userdata));
 }
 
 GETTER(property_get_mem) {
@@ -265,30 +249,25 @@ static uid_t sender_uid(sd_bus_message *msg) {
         return uid;
 }
 
-static void note_request(Manager *m, sd_bus_message *msg, const char *what) {
-        const Decision *d = decision_log_add(&m->decisions, "admin", "%s (requested over the bus by uid %d)", what,
-                                             (int) sender_uid(msg));
-        log_notice("%s", d->text);
+/* Who asked, for the decision log: "over the bus by uid 0". */
+static const char *request_origin(sd_bus_message *msg, char *buf, size_t n) {
+        snprintf(buf, n, "over the bus by uid %d", (int) sender_uid(msg));
+        return buf;
 }
 
 static int method_pause(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        if (!m->paused) {
-                m->paused = true;
-                note_request(m, msg, "paused: no knob or process is changed until resumed");
+        char origin[64];
+        if (manager_set_paused(m, true, request_origin(msg, origin, sizeof origin)) > 0)
                 manager_bus_emit_changes(m);
-        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_resume(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
-        if (m->paused) {
-                m->paused = false;
-                note_request(m, msg, "resumed");
+        char origin[64];
+        if (manager_set_paused(m, false, request_origin(msg, origin, sizeof origin)) > 0)
                 manager_bus_emit_changes(m);
-                (void) sd_event_source_set_time_relative(m->tick_source, 0);
-        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -296,6 +275,7 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
         Manager *m = userdata;
         const char *name;
         ManagerMode mode;
+        char origin[64];
         int r;
 
         r = sd_bus_message_read(msg, "s", &name);
@@ -306,20 +286,14 @@ static int method_set_mode(sd_bus_message *msg, void *userdata, sd_bus_error *er
                 return sd_bus_error_setf(error, BUS_ERROR_INVALID_MODE,
                                          "Unknown mode \"%s\": expected auto, tune-only or observe.",
                                          CESCAPE(name, CESCAPE_ASCII));
-        if (mode != m->mode) {
-                char what[64];
-                snprintf(what, sizeof what, "mode %s (was %s)", manager_mode_to_string(mode),
-                         manager_mode_to_string(m->mode));
-                m->mode = mode;
-                note_request(m, msg, what);
+        if (manager_set_mode(m, mode, request_origin(msg, origin, sizeof origin)) > 0)
                 manager_bus_emit_changes(m);
-                (void) sd_event_source_set_time_relative(m->tick_source, 0);
-        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
+        char origin[64];
         int r;
 
         r = manager_reload(m);
@@ -328,17 +302,13 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                          "Reloading %s failed (%s); the running configuration is kept, "
                                          "details are in the daemon's log.",
                                          m->config_path, r == -EBADMSG ? "it cannot be parsed" : strerror(-r));
-        note_request(m, msg, "configuration reloaded");
+        manager_note_request(m, request_origin(msg, origin, sizeof origin), "configuration reloaded");
         manager_bus_emit_changes(m);
         return sd_bus_reply_method_return(msg, NULL);
 }
 
 
 /* ---- processes ---- */
-
-static const ProcessTable *manager_processes(const Manager *m) {
-        return m->discovery ? discovery_processes(m->discovery) : NULL;
-}
 
 static void format_policy(char *buf, size_t n, const Process *p) {
         if (p->have_verdict && p->verdict.policy_file[0])
@@ -717,18 +687,20 @@ static int bus_connect(ManagerBus *b) {
         return 0;
 }
 
-int manager_bus_attach(Manager *m) {
-        ManagerBus *b;
+int manager_bus_new(Manager *m, ManagerBus **ret) {
+        _cleanup_(manager_bus_freep) ManagerBus *b = NULL;
+        int r;
 
-        if (m->bus)
-                return 0;
         b = calloc(1, sizeof *b);
         if (!b)
                 return log_oom();
         b->manager = m;
         b->retry_usec = RETRY_MIN_USEC;
-        m->bus = b;
-        return bus_connect(b);
+        r = bus_connect(b);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(b);
+        return 0;
 }
 
 ManagerBus *manager_bus_free(ManagerBus *b) {
@@ -743,47 +715,6 @@ ManagerBus *manager_bus_free(ManagerBus *b) {
 
 bool manager_bus_connected(const Manager *m) {
         return m->bus && m->bus->name_owned;
-}
-
-/* ---- the metrics file ---- */
-
-void manager_write_metrics(Manager *m) {
-        /* To log a failing path once per distinct errno, not every tick. */
-        static int last_error = 0;
-        _cleanup_(savings_table_done) SavingsTable cgroups = {};
-        _cleanup_free_ char *text = NULL;
-        const char *path = m->config.metrics_textfile;
-        const ProcessTable *t = manager_processes(m);
-        int r;
-
-        if (isempty(path))
-                return;
-        if (t && savings_by_cgroup(t, &cgroups) < 0)
-                return (void) log_oom();
-        MetricsInput in = {
-                .snapshot = &m->snapshot,
-                .page_size = page_size(),
-                .version = PACKAGE_VERSION,
-                .kernel_release = m->probe.kernel_release,
-                .mode = manager_mode_to_string(m->mode),
-                .paused = m->paused,
-                .dry_run = manager_dry_run(m),
-                .ksmd_cpu_ratio = ksmd_cpu_fraction(m),
-                .managed_processes = managed_processes(m),
-                .decisions_total = m->decisions.total,
-                .ticks = m->tick_count,
-                .now_realtime_usec = now_usec(CLOCK_REALTIME),
-                .cgroups = t ? &cgroups : NULL,
-        };
-        r = metrics_format(&in, &text);
-        if (r < 0)
-                return (void) log_oom();
-        r = write_file_atomic(path, text, strlen(text), 0644);
-        if (r < 0 && r != last_error)
-                log_warning_errno(r, "Cannot write the metrics file %s, going on without it: %m", path);
-        else if (r >= 0 && last_error != 0)
-                log_info("Writing the metrics file %s again.", path);
-        last_error = r < 0 ? r : 0;
 }
 
 /* ---- --bus-introspect ---- */

@@ -24,8 +24,8 @@ int manager_merge_start(Manager *m) {
         return 0;
 }
 
-static void note_outcome(Manager *m, const MergeOutcome *o) {
-        Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), o->pid) : NULL;
+static void note_outcome(const ProcessTable *t, DecisionLog *log, const MergeOutcome *o) {
+        Process *p = t ? process_table_get(t, o->pid) : NULL;
         if (p && p->start_time_ticks == o->start_time_ticks) {
                 strscpy(p->merge_outcome, sizeof p->merge_outcome, o->text);
                 p->merge_outcome_kind = (int) o->kind;
@@ -36,8 +36,8 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
         const char *comm = p ? p->comm : "?";
         if (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_REFUSED || o->kind == MERGE_OUTCOME_FAILED ||
             o->kind == MERGE_OUTCOME_UNSUPPORTED) {
-                const Decision *d = decision_log_add(&m->decisions, "merge", "pid %d (%s): %s (%s)", o->pid, comm,
-                                                     o->text, o->reason);
+                const Decision *d = decision_log_add(log, "merge", "pid %d (%s): %s (%s)", o->pid, comm, o->text,
+                                                     o->reason);
                 log_full(o->kind == MERGE_OUTCOME_DONE ? LOG_INFO : LOG_NOTICE, "%s", d->text);
         } else if (o->kind == MERGE_OUTCOME_DRY_RUN)
                 log_info("pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
@@ -45,9 +45,11 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
                 log_debug("pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
 }
 
+/* Outcomes go into the processes they name and the decision log. */
 static void take_outcomes(Manager *m, MergeReport *r) {
+        const ProcessTable *t = manager_processes(m);
         for (size_t i = 0; i < r->n; i++)
-                note_outcome(m, &r->outcomes[i]);
+                note_outcome(t, &m->decisions, &r->outcomes[i]);
         merge_report_done(r);
 }
 
@@ -64,8 +66,8 @@ void manager_merge_collect(Manager *m) {
  * Method=any; what may be done to a process is its policy's to say
  * (verdict_refuses_controller), and a policy's Method= narrows "any".
  * Discovery's own actions follow the verdict already. */
-static bool policy_allows(Manager *m, ProcessAction *a, bool from_controller) {
-        Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), a->pid) : NULL;
+bool manager_merge_policy_allows(const ProcessTable *t, ProcessAction *a, bool from_controller) {
+        Process *p = t ? process_table_get(t, a->pid) : NULL;
         const char *why;
 
         if (!p || p->start_time_ticks != a->start_time_ticks || !p->have_verdict)
@@ -86,9 +88,25 @@ static bool policy_allows(Manager *m, ProcessAction *a, bool from_controller) {
         return true;
 }
 
+int manager_merge_select(const ProcessTable *t, const Plan *discovery, const Plan *controller, Plan *ret) {
+        size_t n = discovery->n_actions + controller->n_actions;
+
+        for (size_t i = 0; i < n; i++) {
+                bool from_controller = i >= discovery->n_actions;
+                ProcessAction x = from_controller ? controller->actions[i - discovery->n_actions]
+                                                  : discovery->actions[i];
+                if (!manager_merge_policy_allows(t, &x, from_controller))
+                        continue;
+                if (plan_add_action(ret, &x) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
         _cleanup_(plan_done) Plan all = {};
         size_t n = a->n_actions + b->n_actions;
+        int r;
 
         if (!m->merge || n == 0)
                 return;
@@ -97,17 +115,12 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
                           m->paused ? " (paused)" : "", n);
                 return;
         }
-        for (size_t i = 0; i < n; i++) {
-                ProcessAction x = i < a->n_actions ? a->actions[i] : b->actions[i - a->n_actions];
-                if (!policy_allows(m, &x, i >= a->n_actions))
-                        continue;
-                if (plan_add_action(&all, &x) < 0) {
-                        log_oom();
-                        return;
-                }
+        if (manager_merge_select(manager_processes(m), a, b, &all) < 0) {
+                log_oom();
+                return;
         }
         merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
-        int r = merge_worker_submit(m->merge, all.actions, all.n_actions);
+        r = merge_worker_submit(m->merge, all.actions, all.n_actions);
         n = all.n_actions;
         if (r == -EBUSY)
                 log_warning("Merge actuator has 4096 actions queued; %zu more dropped (discovery plans its own again).",

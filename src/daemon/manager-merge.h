@@ -17,8 +17,21 @@ void manager_merge_collect(Manager *m);
 /* Hands the actions of both plans (discovery's, the controller's) to the
  * worker, dry-run and mode honoured; they queue behind a running batch.
  * Only processes whose policy lets the daemon change them are acted on,
- * with no more than the policy's Method= allows. */
+ * with no more than the policy's Method= allows (manager_merge_select). */
 void manager_merge_submit(Manager *m, const Plan *a, const Plan *b);
+
+/* Whether the daemon may carry out a on the process table t (NULL: none
+ * known): its pid must be the same incarnation (start time), classified, and
+ * its policy must let the daemon change it; a controller action must also
+ * respect Mode=always (no exclusion) and Mode=never or "not yet" (no
+ * readmission). When allowed, Method=any is narrowed to the policy's
+ * Method=. A refusal is logged (notice for the controller, which logged its
+ * decision already). */
+bool manager_merge_policy_allows(const ProcessTable *t, ProcessAction *a, bool from_controller);
+/* The actions of discovery's plan, then the controller's, that
+ * manager_merge_policy_allows() lets through, appended to ret (narrowed).
+ * -ENOMEM. */
+int manager_merge_select(const ProcessTable *t, const Plan *discovery, const Plan *controller, Plan *ret);
 /* At stop: with UnmergeOnExit=yes, disables what this daemon enabled (and
  * nothing else), then stops the worker. */
 void manager_merge_stop(Manager *m);

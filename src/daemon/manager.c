@@ -11,6 +11,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager-merge.h"
+#include "manager-metrics.h"
 #include "manager.h"
 #include "sandbox.h"
 #include "string-table.h"
@@ -82,6 +83,21 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+const ProcessTable *manager_processes(const Manager *m) {
+        return m->discovery ? discovery_processes(m->discovery) : NULL;
+}
+
+uint64_t manager_managed_processes(const Manager *m) {
+        DiscoveryStatus st = {};
+        if (m->discovery)
+                discovery_get_status(m->discovery, &st);
+        return st.verdicts[VERDICT_MERGE] + st.verdicts[VERDICT_WAIT] + st.verdicts[VERDICT_DONT_MERGE];
+}
+
+double manager_ksmd_cpu_fraction(const Manager *m) {
+        return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
+}
+
 static int ensure_runtime_dir(const Manager *m) {
         if (mkdir(m->config.runtime_dir, 0755) < 0 && errno != EEXIST)
                 return log_warning_errno(negative_errno(), "Cannot create runtime directory %s: %m",
@@ -97,24 +113,20 @@ static char *knob_state_path(const Manager *m) {
 }
 
 static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
-        for (int i = _KSM_FIRST_KNOB - 1; i < _KSM_KEY_MAX; i++) {
-                /* advisor_mode first: pages_to_scan refuses writes (EINVAL)
-                 * while the advisor runs. */
-                int k = i < _KSM_FIRST_KNOB ? KSM_ADVISOR_MODE : i;
+        KsmKey order[_KSM_KEY_MAX];
+        size_t n = knob_write_order(plan->value, plan->set_mask, order);
+
+        for (size_t i = 0; i < n; i++) {
+                KsmKey k = order[i];
                 char v[32];
                 int r;
 
-                if (i == KSM_ADVISOR_MODE)
-                        continue;
-
-                if (!knob_plan_has(plan, (KsmKey) k))
-                        continue;
-                r = knob_set(m->root, &m->knobs, &m->snapshot.ksm, (KsmKey) k, plan->value[k], manager_dry_run(m));
-                (void) ksm_format_value((KsmKey) k, plan->value[k], v, sizeof v);
+                r = knob_set(m->root, &m->knobs, &m->snapshot.ksm, k, plan->value[k], manager_dry_run(m));
+                (void) ksm_format_value(k, plan->value[k], v, sizeof v);
                 if (r < 0) {
                         /* A refused write is an outcome; say it once per distinct errno. */
                         if (m->last_knob_error[k] != r)
-                                log_warning_errno(r, "Kernel refused %s=%s: %m", ksm_key_to_string((KsmKey) k), v);
+                                log_warning_errno(r, "Kernel refused %s=%s: %m", ksm_key_to_string(k), v);
                         m->last_knob_error[k] = r;
                         continue;
                 }
@@ -132,7 +144,7 @@ static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
                         m->dry_run_said_mask &= ~(UINT64_C(1) << k);
                 if (r > 0) {
                         log_info("%s%s=%s (was %" PRIu64 ")", manager_dry_run(m) ? "[dry-run] would set " : "set ",
-                                 ksm_key_to_string((KsmKey) k), v, m->snapshot.ksm.value[k]);
+                                 ksm_key_to_string(k), v, m->snapshot.ksm.value[k]);
                         if (!manager_dry_run(m))
                                 m->snapshot.ksm.value[k] = plan->value[k];
                 }
@@ -246,13 +258,50 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/* New mergeable memory, or the end of one of ksmd's full scans during a
- * burst: tick now rather than at the next interval. */
-static void manager_wake(void *userdata) {
-        Manager *m = userdata;
+void manager_request_tick(Manager *m) {
+        if (!m->tick_source)
+                return;
         (void) sd_event_source_set_time(m->tick_source, now_usec(CLOCK_MONOTONIC));
         (void) sd_event_source_set_time_accuracy(m->tick_source, 1);
         (void) sd_event_source_set_enabled(m->tick_source, SD_EVENT_ONESHOT);
+}
+
+/* New mergeable memory, or the end of one of ksmd's full scans during a
+ * burst: tick now rather than at the next interval. */
+static void manager_wake(void *userdata) {
+        manager_request_tick(userdata);
+}
+
+void manager_note_request(Manager *m, const char *origin, const char *what) {
+        const Decision *d = decision_log_add(&m->decisions, "admin", "%s (requested %s)", what, origin);
+        log_notice("%s", d->text);
+}
+
+int manager_set_paused(Manager *m, bool paused, const char *origin) {
+        if (m->paused == paused)
+                return 0;
+        m->paused = paused;
+        if (paused)
+                manager_note_request(m, origin, "paused: no knob or process is changed until resumed");
+        else {
+                manager_note_request(m, origin, "resumed");
+                manager_request_tick(m);
+        }
+        return 1;
+}
+
+int manager_set_mode(Manager *m, ManagerMode mode, const char *origin) {
+        char what[64];
+
+        if (!manager_mode_to_string(mode))
+                return -EINVAL;
+        if (m->mode == mode)
+                return 0;
+        snprintf(what, sizeof what, "mode %s (was %s)", manager_mode_to_string(mode), manager_mode_to_string(m->mode));
+        m->mode = mode;
+        manager_note_request(m, origin, what);
+        manager_request_tick(m);
+        return 1;
 }
 
 static int on_watchdog(sd_event_source *es, uint64_t usec, void *userdata) {
@@ -316,20 +365,9 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
         return sd_event_exit(m->event, 0);
 }
 
-int manager_startup(Manager *m) {
+int manager_start_stages(Manager *m) {
         _cleanup_free_ char *summary = NULL, *state = NULL;
         int r;
-
-        /* Block the signals sd-event handles before any thread exists, so
-         * that no thread inherits them unblocked and dies of them. */
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGHUP);
-        sigaddset(&mask, SIGUSR1);
-        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
-                return log_error_errno(negative_errno(), "Failed to block signals: %m");
 
         if (m->root->ksm_fd < 0)
                 return log_error_errno(-ENODEV, "KSM is not available: %s/kernel/mm/ksm does not exist "
@@ -361,10 +399,6 @@ int manager_startup(Manager *m) {
                         log_warning_errno(r, "Cannot sample ksmd (pid %d), blocked time unknown: %m", m->ksmd_pid);
         }
 
-        r = manager_merge_start(m);
-        if (r < 0)
-                return r;
-
         DiscoveryOptions dopts = { .decisions = &m->decisions };
         r = discovery_new(m->event, m->root, &dopts, &m->discovery);
         if (r < 0)
@@ -377,6 +411,30 @@ int manager_startup(Manager *m) {
         r = tuner_new(m->event, m->root, m->ksmd_pid, &m->config, manager_wake, m, &m->tuner);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up tuning: %m");
+        return 0;
+}
+
+int manager_startup(Manager *m) {
+        int r;
+
+        /* Block the signals sd-event handles before any thread exists, so
+         * that no thread inherits them unblocked and dies of them. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGUSR1);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return log_error_errno(negative_errno(), "Failed to block signals: %m");
+
+        r = manager_start_stages(m);
+        if (r < 0)
+                return r;
+
+        r = manager_merge_start(m);
+        if (r < 0)
+                return r;
 
         r = sd_event_add_signal(m->event, NULL, SIGTERM, on_exit_signal, m);
         if (r >= 0)
@@ -392,7 +450,7 @@ int manager_startup(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Failed to add tick timer: %m");
 
-        r = manager_bus_attach(m);
+        r = manager_bus_new(m, &m->bus);
         if (r < 0)
                 return r;
 

@@ -64,17 +64,19 @@ typedef struct Manager {
         uint64_t watchdog_usec;
         bool ready_sent;
         int last_knob_error[_KSM_KEY_MAX]; /* to log a refused write once, not every tick */
+        int metrics_error;              /* the metrics file's last write, to log a failure once */
         uint64_t dry_run_said[_KSM_KEY_MAX]; /* "would set" value logged per knob, to say it once */
         uint64_t dry_run_said_mask;
         DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
 
-        /* Set over the bus (Pause/Resume/SetMode), applied from the next tick.
+        /* Set by manager_set_paused()/manager_set_mode() (the bus's Pause,
+         * Resume, SetMode), applied from the next tick.
          * Paused: hands off — no knob write, no process action, knobs stay
          * where they are (an administrator can set them by hand meanwhile);
          * measuring and reporting go on. */
         ManagerMode mode;
         bool paused;
-        ManagerBus *bus;                /* NULL until manager_bus_attach() */
+        ManagerBus *bus;                /* NULL until manager_startup() connects it */
         Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
         LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
         MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
@@ -90,17 +92,50 @@ int manager_new(const ManagerOptions *o, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-/* Probes the kernel, prepares the runtime directory, installs signal
- * handlers and timers. */
+/* Probes the kernel, prepares the runtime directory, sets up the stages
+ * (manager_start_stages), starts the merge actuator, installs signal
+ * handlers and timers, connects the bus and applies the sandbox. */
 int manager_startup(Manager *m);
+/* The part of manager_startup() a tick needs: probe, knob journal, ksmd
+ * sampler, discovery with the policies, tuner. Nothing that reaches past
+ * the root: no merge actuator (it acts on pids of the real system, whatever
+ * the root), signals, timers, bus, watchdog or sandbox. Tests drive
+ * manager_tick() on a fake tree after it. -ENODEV without KSM. */
+int manager_start_stages(Manager *m);
 /* Runs the loop until SIGTERM/SIGINT; restores knobs on the way out. */
 int manager_run(Manager *m);
 /* Re-reads the configuration; keeps the old one when the new one is broken. */
 int manager_reload(Manager *m);
-/* One pass of the data flow; exposed so tests can drive it. */
+/* One pass of the data flow; exposed so tests can drive it (after
+ * manager_start_stages(), test-manager.c). */
 int manager_tick(Manager *m);
 /* Puts changed knobs back unless RestoreKnobsOnExit=no. */
 int manager_restore(Manager *m);
+
+/* What an administrator may change (over the bus: Pause, Resume, SetMode).
+ * Each verb records the request in the decision log with origin ("over the
+ * bus by uid 0") and logs it; the change is obeyed from the next tick, which
+ * Resume and SetMode bring forward to now. Pausing does not: a paused tick
+ * changes nothing. Return 1 when something changed, 0 when it already was
+ * so (nothing is recorded then); manager_set_mode() -EINVAL for a mode out
+ * of range. */
+int manager_set_paused(Manager *m, bool paused, const char *origin);
+int manager_set_mode(Manager *m, ManagerMode mode, const char *origin);
+/* Records a request that has a verb of its own elsewhere (manager_reload)
+ * the same way: "what (requested origin)". */
+void manager_note_request(Manager *m, const char *origin, const char *what);
+/* Ticks now rather than at the next interval; before manager_startup()
+ * there is no timer and nothing to bring forward. */
+void manager_request_tick(Manager *m);
+
+/* Readers the facets (bus, metrics file) share. The processes discovery
+ * knows, NULL before startup. */
+const ProcessTable *manager_processes(const Manager *m);
+/* Processes a policy took a position on (merge, wait, don't merge). */
+uint64_t manager_managed_processes(const Manager *m);
+/* The model's figure (schedstat delta over the latest tick), one for the
+ * bus and the metrics. */
+double manager_ksmd_cpu_fraction(const Manager *m);
 
 /* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
  * mode observe. */

@@ -233,6 +233,44 @@ static void test_knob_journal(void **state) {
         fake_tree_done(&t);
 }
 
+static uint64_t bits(const KsmKey *k, size_t n) {
+        uint64_t m = 0;
+        for (size_t i = 0; i < n; i++)
+                m |= UINT64_C(1) << k[i];
+        return m;
+}
+
+/* One order for the tuned values and the restore: the advisor off before
+ * pages_to_scan, on only after its parameters, run last. */
+static void test_knob_write_order(void **state) {
+        uint64_t value[_KSM_KEY_MAX] = {};
+        KsmKey order[_KSM_KEY_MAX];
+
+        const KsmKey off[] = { KSM_ADVISOR_MODE, KSM_PAGES_TO_SCAN, KSM_SLEEP_MILLISECS, KSM_MAX_PAGE_SHARING,
+                               KSM_RUN };
+        value[KSM_ADVISOR_MODE] = KSM_ADVISOR_NONE;
+        /* a counter in the mask is no knob to write */
+        uint64_t mask = bits(off, ELEMENTSOF(off)) | UINT64_C(1) << KSM_PAGES_SHARING;
+        assert_int_equal(knob_write_order(value, mask, order), ELEMENTSOF(off));
+        assert_memory_equal(order, off, sizeof off);
+
+        const KsmKey on[] = { KSM_PAGES_TO_SCAN, KSM_ADVISOR_MAX_CPU, KSM_ADVISOR_MODE, KSM_RUN };
+        value[KSM_ADVISOR_MODE] = KSM_ADVISOR_SCAN_TIME;
+        assert_int_equal(knob_write_order(value, bits(on, ELEMENTSOF(on)), order), ELEMENTSOF(on));
+        assert_memory_equal(order, on, sizeof on);
+
+        /* every knob has a place, once */
+        uint64_t all = 0;
+        for (int k = _KSM_FIRST_KNOB; k < _KSM_KEY_MAX; k++)
+                all |= UINT64_C(1) << k;
+        size_t n = knob_write_order(value, all, order);
+        assert_int_equal(n, _KSM_KEY_MAX - _KSM_FIRST_KNOB);
+        assert_int_equal(bits(order, n), all);
+        assert_int_equal(order[n - 1], KSM_RUN);
+
+        assert_int_equal(knob_write_order(value, 0, order), 0);
+}
+
 /* Found by fuzz-knob-journal: a repeated key counted twice ("Found 2 knob
  * value(s)" for one knob), and a numeric advisor_mode was stored as a number
  * that formatted back as "none". */
@@ -290,7 +328,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_values), cmocka_unit_test(test_read_fake),
                 cmocka_unit_test(test_root_layouts), cmocka_unit_test(test_ksmd),
-                cmocka_unit_test(test_knob_journal), cmocka_unit_test(test_knob_journal_odd_lines), cmocka_unit_test(test_probe_fake),
+                cmocka_unit_test(test_knob_journal), cmocka_unit_test(test_knob_journal_odd_lines),
+                cmocka_unit_test(test_knob_write_order), cmocka_unit_test(test_probe_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
