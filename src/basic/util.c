@@ -122,6 +122,10 @@ int parse_timespan_usec(const char *s, uint64_t *ret) {
         v = strtod(s, &end);
         if (errno > 0 || !isfinite(v) || v < 0)
                 return -EINVAL;
+        /* strtod() also reads hexadecimal ("0x10" = 16) and exponents
+         * ("1e3"): only decimal digits and a point are a time span. */
+        if ((size_t) (end - s) != strspn(s, "0123456789."))
+                return -EINVAL;
         while (isspace((unsigned char) *end))
                 end++;
         char suffix[8];
@@ -136,7 +140,9 @@ int parse_timespan_usec(const char *s, uint64_t *ret) {
         for (size_t i = 0; i < ELEMENTSOF(units); i++)
                 if (strcmp(suffix, units[i].suffix) == 0) {
                         double us = v * (double) units[i].usec;
-                        if (us > (double) (UINT64_MAX / 2))
+                        /* llround() returns a long long: 2^63 (what
+                         * (double) (UINT64_MAX / 2) rounds up to) is already too much. */
+                        if (us >= 0x1p63)
                                 return -ERANGE;
                         *ret = (uint64_t) llround(us);
                         return 0;
