@@ -151,9 +151,13 @@ int parse_timespan_usec(const char *s, uint64_t *ret) {
 }
 
 const char *format_timespan(char *buf, size_t n, uint64_t usec) {
+        /* %.3g switches to exponent form ("1e+03") from 999.5 up: such
+         * values take the next unit, or whole seconds. */
         if (usec >= 60 * USEC_PER_SEC && usec % (60 * USEC_PER_SEC) == 0)
                 snprintf(buf, n, "%" PRIu64 "min", usec / (60 * USEC_PER_SEC));
-        else if (usec >= USEC_PER_SEC)
+        else if (usec >= 999500 * USEC_PER_MSEC)
+                snprintf(buf, n, "%.0fs", (double) usec / USEC_PER_SEC);
+        else if (usec >= 999500)
                 snprintf(buf, n, "%.3gs", (double) usec / USEC_PER_SEC);
         else if (usec >= USEC_PER_MSEC)
                 snprintf(buf, n, "%.3gms", (double) usec / USEC_PER_MSEC);
