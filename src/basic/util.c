@@ -171,7 +171,8 @@ const char *format_bytes(char *buf, size_t n, uint64_t bytes) {
         double v = (double) bytes;
         size_t i = 0;
 
-        while (v >= 1024.0 && i < ELEMENTSOF(suffix) - 1) {
+        /* From 1023.95 up, %.1f would print "1024.0" of the smaller unit. */
+        while (v >= 1023.95 && i < ELEMENTSOF(suffix) - 1) {
                 v /= 1024.0;
                 i++;
         }
