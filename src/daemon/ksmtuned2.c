@@ -139,15 +139,12 @@ int main(int argc, char *argv[]) {
                 ConfDiag diag = {};
                 bool found = false;
 
-                config_init_defaults(&cfg);
-                r = config_load(&cfg, path, !mo.config_path, &found, &diag);
-                conf_diag_print(&diag, stderr);
+                r = config_load_logged(&cfg, path, /* missing_ok= */ !mo.config_path, &found, stderr);
                 if (r < 0 && r != -EBADMSG)
                         log_error_errno(r, "Cannot read %s: %m", path);
-                bool bad = r < 0 || diag.n > 0;
+                bool bad = r != 0;
                 if (!bad)
                         printf("%s: OK%s\n", path, found ? "" : " (absent: built-in defaults)");
-                conf_diag_free(&diag);
 
                 /* The policies of the directories this configuration names. */
                 PolicySet policies = {};
