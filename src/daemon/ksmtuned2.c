@@ -150,8 +150,9 @@ static int run_probe(void) {
  * of the directories it names, so both are checked even when one is bad. */
 static int run_check_config(void) {
         const char *path = arg_config_path ?: DEFAULT_CONFIG_PATH;
-        Config cfg = {};
-        ConfDiag diag = {};
+        _cleanup_(config_done) Config cfg = {};
+        _cleanup_(conf_diag_free) ConfDiag diag = {};
+        _cleanup_(policy_set_done) PolicySet policies = {};
         bool found = false;
         int r;
 
@@ -162,7 +163,6 @@ static int run_check_config(void) {
         if (!bad)
                 printf("%s: OK%s\n", path, found ? "" : " (absent: built-in defaults)");
 
-        PolicySet policies = {};
         r = policy_set_load(cfg.policy_dirs, NULL, &policies, &diag);
         conf_diag_print(&diag, stderr);
         if (r < 0) {
@@ -174,9 +174,6 @@ static int run_check_config(void) {
                 else
                         printf("policies: OK, %zu in use (%zu masked)\n", policies.n, policies.n_masked);
         }
-        policy_set_done(&policies);
-        conf_diag_free(&diag);
-        config_done(&cfg);
         return bad ? EXIT_CONFIG : EXIT_OK;
 }
 
