@@ -34,6 +34,14 @@
                 (fd) = -EBADF;              \
                 _fd_;                       \
         })
+/* The same for a struct with a _done() destructor: the variable is left
+ * zeroed, which the destructor must take as empty. */
+#define TAKE_STRUCT(s)                                  \
+        ({                                              \
+                __typeof__(s) _s_ = (s);                \
+                (s) = (__typeof__(s)) {};               \
+                _s_;                                    \
+        })
 
 static inline void freep(void *p) {
         free(*(void **) p);

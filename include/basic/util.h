@@ -8,7 +8,7 @@
 
 #include "macro.h"
 
-/* Strict number parsing: the whole string (modulo trailing whitespace) must be
+/* Strict number parsing: the whole string (modulo leading and trailing whitespace) must be
  * a number in range, otherwise -EINVAL or -ERANGE. */
 int safe_atou64(const char *s, uint64_t *ret);
 int safe_atoi64(const char *s, int64_t *ret);

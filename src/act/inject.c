@@ -860,65 +860,74 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
         return r;
 }
 
-int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
-                    const InjectOptions *o, InjectStats *ret_stats) {
-        static const InjectOptions defaults = {};
+static void injector_done(Injector *j) {
+        free(j->scratch_orig);
+        j->scratch_orig = NULL;
+        map_list_done(&j->maps);
+}
+
+/* The work of inject_syscalls(), which fills in the statistics however it
+ * ends; j comes with its options and pid. */
+static int inject_run(Injector *j, const Root *root, int pidfd, InjectSyscall *calls, size_t n, InjectStats *s,
+                      uint64_t *t_stop) {
         _cleanup_close_ int pid_dirfd = -EBADF, mem_fd = -EBADF;
-        InjectStats s = {};
-        Injector j = {};
-        uint64_t t0 = now_usec(CLOCK_MONOTONIC), t_stop = 0;
         int skip[8];
         size_t n_skip = 0;
         int r;
 
-        j.o = o ?: &defaults;
-        j.pid = pid;
-        j.mem_fd = -EBADF;
-
-        r = root_open_pid_dir(root, pid, &pid_dirfd);
+        r = root_open_pid_dir(root, j->pid, &pid_dirfd);
         if (r < 0)
-                goto out;
-        j.pid_dirfd = pid_dirfd;
-        r = check_target(&j, j.o, &s);
+                return r;
+        j->pid_dirfd = pid_dirfd;
+        r = check_target(j, j->o, s);
         if (r < 0)
-                goto out;
+                return r;
         mem_fd = openat(pid_dirfd, "mem", O_RDONLY | O_CLOEXEC);
-        if (mem_fd < 0) {
-                r = errno == ENOENT ? -ESRCH : negative_errno();
-                goto out;
-        }
-        j.mem_fd = mem_fd;
+        if (mem_fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        j->mem_fd = mem_fd;
         /* Before stopping anything: the scan reads maps and text. */
-        r = find_gadgets(&j);
+        r = find_gadgets(j);
         if (r == -ENOEXEC)
-                r = refuse(&s, r, "no `syscall; ret` and rt_sigreturn gadgets in its executable mappings");
+                return refuse(s, r, "no `syscall; ret` and rt_sigreturn gadgets in its executable mappings");
         if (r < 0)
-                goto out;
+                return r;
 
         for (;;) {
-                r = choose_thread(&j, skip, n_skip, &j.tid);
+                r = choose_thread(j, skip, n_skip, &j->tid);
                 if (r < 0) {
                         if (n_skip > 0)
-                                r = refuse(&s, -EAGAIN, "every thread tried waits in a syscall with a temporary "
-                                                        "signal mask (ppoll, pselect, sigsuspend...)");
-                        goto out;
+                                return refuse(s, -EAGAIN, "every thread tried waits in a syscall with a temporary "
+                                                          "signal mask (ppoll, pselect, sigsuspend...)");
+                        return r;
                 }
-                free(j.scratch_orig);
-                j.scratch_orig = NULL;
-                j.scratch_written = false;
-                r = attempt(&j, pidfd, calls, n, &s, &t_stop);
+                free(j->scratch_orig);
+                j->scratch_orig = NULL;
+                j->scratch_written = false;
+                r = attempt(j, pidfd, calls, n, s, t_stop);
                 if (r != TRY_ANOTHER_THREAD)
-                        break;
-                if (n_skip == ELEMENTSOF(skip)) {
-                        r = refuse(&s, -EAGAIN, "%zu threads tried wait in a syscall with a temporary signal mask",
-                                   n_skip);
-                        break;
-                }
-                skip[n_skip++] = j.tid;
+                        return r;
+                if (n_skip == ELEMENTSOF(skip))
+                        return refuse(s, -EAGAIN, "%zu threads tried wait in a syscall with a temporary signal mask",
+                                      n_skip);
+                skip[n_skip++] = j->tid;
         }
-out:
-        free(j.scratch_orig);
-        map_list_done(&j.maps);
+}
+
+int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
+                    const InjectOptions *o, InjectStats *ret_stats) {
+        static const InjectOptions defaults = {};
+        _cleanup_(injector_done) Injector j = {
+                .o = o ?: &defaults,
+                .pid = pid,
+                .pid_dirfd = -EBADF,
+                .mem_fd = -EBADF,
+        };
+        InjectStats s = {};
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC), t_stop = 0;
+        int r;
+
+        r = inject_run(&j, root, pidfd, calls, n, &s, &t_stop);
         s.tid = j.tid;
         s.signals_suppressed = j.suppressed;
         uint64_t t1 = now_usec(CLOCK_MONOTONIC);

@@ -122,6 +122,10 @@ int parse_timespan_usec(const char *s, uint64_t *ret) {
         v = strtod(s, &end);
         if (errno > 0 || !isfinite(v) || v < 0)
                 return -EINVAL;
+        /* strtod() also reads hexadecimal ("0x10" = 16) and exponents
+         * ("1e3"): only decimal digits and a point are a time span. */
+        if ((size_t) (end - s) != strspn(s, "0123456789."))
+                return -EINVAL;
         while (isspace((unsigned char) *end))
                 end++;
         char suffix[8];
@@ -136,7 +140,9 @@ int parse_timespan_usec(const char *s, uint64_t *ret) {
         for (size_t i = 0; i < ELEMENTSOF(units); i++)
                 if (strcmp(suffix, units[i].suffix) == 0) {
                         double us = v * (double) units[i].usec;
-                        if (us > (double) (UINT64_MAX / 2))
+                        /* llround() returns a long long: 2^63 (what
+                         * (double) (UINT64_MAX / 2) rounds up to) is already too much. */
+                        if (us >= 0x1p63)
                                 return -ERANGE;
                         *ret = (uint64_t) llround(us);
                         return 0;
@@ -145,9 +151,13 @@ int parse_timespan_usec(const char *s, uint64_t *ret) {
 }
 
 const char *format_timespan(char *buf, size_t n, uint64_t usec) {
+        /* %.3g switches to exponent form ("1e+03") from 999.5 up: such
+         * values take the next unit, or whole seconds. */
         if (usec >= 60 * USEC_PER_SEC && usec % (60 * USEC_PER_SEC) == 0)
                 snprintf(buf, n, "%" PRIu64 "min", usec / (60 * USEC_PER_SEC));
-        else if (usec >= USEC_PER_SEC)
+        else if (usec >= 999500 * USEC_PER_MSEC)
+                snprintf(buf, n, "%.0fs", (double) usec / USEC_PER_SEC);
+        else if (usec >= 999500)
                 snprintf(buf, n, "%.3gs", (double) usec / USEC_PER_SEC);
         else if (usec >= USEC_PER_MSEC)
                 snprintf(buf, n, "%.3gms", (double) usec / USEC_PER_MSEC);
@@ -161,7 +171,8 @@ const char *format_bytes(char *buf, size_t n, uint64_t bytes) {
         double v = (double) bytes;
         size_t i = 0;
 
-        while (v >= 1024.0 && i < ELEMENTSOF(suffix) - 1) {
+        /* From 1023.95 up, %.1f would print "1024.0" of the smaller unit. */
+        while (v >= 1023.95 && i < ELEMENTSOF(suffix) - 1) {
                 v /= 1024.0;
                 i++;
         }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -137,6 +138,18 @@ int config_load(Config *c, const char *path, bool missing_ok, bool *ret_found, C
         if (ret_found)
                 *ret_found = true;
         return 0;
+}
+
+int config_load_logged(Config *c, const char *path, bool missing_ok, bool *ret_found, FILE *diag_stream) {
+        _cleanup_(conf_diag_free) ConfDiag diag = {};
+        int r;
+
+        r = config_load(c, path, missing_ok, ret_found, &diag);
+        if (diag_stream)
+                conf_diag_print(&diag, diag_stream);
+        else
+                conf_diag_log(&diag);
+        return r < 0 ? r : (int) MIN(diag.n, (size_t) INT_MAX);
 }
 
 void knob_plan_from_config(const Config *c, KnobPlan *ret) {

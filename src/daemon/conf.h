@@ -46,6 +46,12 @@ void config_done(Config *c);
  * false). Diagnostics for bad keys go into diag; a syntax error returns
  * -EBADMSG and leaves c at defaults. */
 int config_load(Config *c, const char *path, bool missing_ok, bool *ret_found, ConfDiag *diag);
+/* config_load() that reports its diagnostics itself: printed to diag_stream
+ * (they are what --check-config outputs), or logged as warnings when that is
+ * NULL. Returns config_load()'s error, else the number of diagnostics; what
+ * an error means (refuse to start, keep the running configuration) is the
+ * caller's to decide and say. */
+int config_load_logged(Config *c, const char *path, bool missing_ok, bool *ret_found, FILE *diag_stream);
 
 /* The fixed [Ksm] settings of the configuration, as a plan. */
 void knob_plan_from_config(const Config *c, KnobPlan *ret);

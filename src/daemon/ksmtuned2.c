@@ -22,6 +22,15 @@ enum {
         EXIT_NO_KSM = 4,        /* the kernel has no KSM */
 };
 
+static const char *arg_config_path = NULL;
+static const char *arg_root = NULL;
+static bool arg_dry_run = false;
+static bool arg_probe = false;
+static bool arg_json = false;
+static bool arg_check_config = false;
+static bool arg_bus_introspect = false;
+static int arg_log_level = -1;
+
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
                "Decides which processes share memory through KSM and tunes ksmd.\n\n"
@@ -38,7 +47,9 @@ static void help(void) {
                program_invocation_short_name, DEFAULT_CONFIG_PATH);
 }
 
-int main(int argc, char *argv[]) {
+/* Returns > 0 to go on, 0 to exit successfully (--help, --version), < 0 on
+ * a usage error, which has been reported. */
+static int parse_argv(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_PROBE, ARG_JSON, ARG_CHECK, ARG_DRY_RUN, ARG_LOG_LEVEL, ARG_ROOT,
                ARG_BUS_INTROSPECT };
         static const struct option options[] = {
@@ -54,128 +65,135 @@ int main(int argc, char *argv[]) {
                 { "root", required_argument, NULL, ARG_ROOT },
                 {},
         };
-        ManagerOptions mo = {};
-        bool probe = false, json = false, check = false, introspect = false;
-        int log_level = -1, c, r;
+        int c;
 
         while ((c = getopt_long(argc, argv, "hc:", options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
-                        return EXIT_OK;
+                        return 0;
                 case ARG_VERSION:
                         printf("ksmtuned2 %s\n", PACKAGE_VERSION);
-                        return EXIT_OK;
+                        return 0;
                 case 'c':
-                        mo.config_path = optarg;
+                        arg_config_path = optarg;
                         break;
                 case ARG_PROBE:
-                        probe = true;
+                        arg_probe = true;
                         break;
                 case ARG_JSON:
-                        json = true;
+                        arg_json = true;
                         break;
                 case ARG_CHECK:
-                        check = true;
+                        arg_check_config = true;
                         break;
                 case ARG_BUS_INTROSPECT:
-                        introspect = true;
+                        arg_bus_introspect = true;
                         break;
                 case ARG_DRY_RUN:
-                        mo.dry_run = true;
+                        arg_dry_run = true;
                         break;
                 case ARG_LOG_LEVEL:
-                        log_level = log_level_from_string(optarg);
-                        if (log_level < 0) {
+                        arg_log_level = log_level_from_string(optarg);
+                        if (arg_log_level < 0) {
                                 log_error("Unknown log level \"%s\".", optarg);
-                                return EXIT_USAGE;
+                                return -EINVAL;
                         }
                         break;
                 case ARG_ROOT:
-                        mo.root_prefix = optarg;
+                        arg_root = optarg;
                         break;
-                default:
-                        return EXIT_USAGE;
+                default: /* getopt_long() has said what is wrong */
+                        return -EINVAL;
                 }
         if (optind < argc) {
                 log_error("Unexpected argument \"%s\"; see --help.", argv[optind]);
-                return EXIT_USAGE;
+                return -EINVAL;
         }
-        if (log_level >= 0)
-                log_set_max_level(log_level);
+        return 1;
+}
 
-        if (introspect) {
-                r = manager_bus_introspect(stdout);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot generate the introspection data: %m");
-                        return EXIT_FAIL;
-                }
-                return EXIT_OK;
+/* Each of the modes below returns the exit status of ksmtuned2. */
+
+static int run_bus_introspect(void) {
+        int r = manager_bus_introspect(stdout);
+        if (r < 0) {
+                log_error_errno(r, "Cannot generate the introspection data: %m");
+                return EXIT_FAIL;
         }
+        return EXIT_OK;
+}
 
-        if (probe) {
-                _cleanup_(root_freep) Root *root = NULL;
-                Probe p;
-                r = root_open(mo.root_prefix, &root);
-                if (r < 0) {
-                        log_error_errno(r, "Failed to open proc and sys: %m");
-                        return EXIT_FAIL;
-                }
-                r = probe_run(root, &p);
-                if (r < 0) {
-                        log_error_errno(r, "Probe failed: %m");
-                        return EXIT_FAIL;
-                }
-                if (json)
-                        probe_print_json(&p, stdout);
-                else
-                        probe_print(&p, stdout);
-                return EXIT_OK;
+static int run_probe(void) {
+        _cleanup_(root_freep) Root *root = NULL;
+        Probe p;
+        int r;
+
+        r = root_open(arg_root, &root);
+        if (r < 0) {
+                log_error_errno(r, "Failed to open proc and sys: %m");
+                return EXIT_FAIL;
         }
+        r = probe_run(root, &p);
+        if (r < 0) {
+                log_error_errno(r, "Probe failed: %m");
+                return EXIT_FAIL;
+        }
+        if (arg_json)
+                probe_print_json(&p, stdout);
+        else
+                probe_print(&p, stdout);
+        return EXIT_OK;
+}
 
-        if (check) {
-                const char *path = mo.config_path ? mo.config_path : DEFAULT_CONFIG_PATH;
-                Config cfg = {};
-                ConfDiag diag = {};
-                bool found = false;
+/* Every problem is printed; the verdict covers the file and the policies
+ * of the directories it names, so both are checked even when one is bad. */
+static int run_check_config(void) {
+        const char *path = arg_config_path ?: DEFAULT_CONFIG_PATH;
+        _cleanup_(config_done) Config cfg = {};
+        _cleanup_(conf_diag_free) ConfDiag diag = {};
+        _cleanup_(policy_set_done) PolicySet policies = {};
+        bool found = false;
+        int r;
 
-                config_init_defaults(&cfg);
-                r = config_load(&cfg, path, !mo.config_path, &found, &diag);
-                conf_diag_print(&diag, stderr);
-                if (r < 0 && r != -EBADMSG)
-                        log_error_errno(r, "Cannot read %s: %m", path);
-                bool bad = r < 0 || diag.n > 0;
-                if (!bad)
-                        printf("%s: OK%s\n", path, found ? "" : " (absent: built-in defaults)");
-                conf_diag_free(&diag);
+        r = config_load_logged(&cfg, path, /* missing_ok= */ !arg_config_path, &found, stderr);
+        if (r < 0 && r != -EBADMSG)
+                log_error_errno(r, "Cannot read %s: %m", path);
+        bool bad = r != 0;
+        if (!bad)
+                printf("%s: OK%s\n", path, found ? "" : " (absent: built-in defaults)");
 
-                /* The policies of the directories this configuration names. */
-                PolicySet policies = {};
-                r = policy_set_load(cfg.policy_dirs, NULL, &policies, &diag);
-                conf_diag_print(&diag, stderr);
-                if (r < 0) {
-                        log_error_errno(r, "Cannot load policies: %m");
+        r = policy_set_load(cfg.policy_dirs, NULL, &policies, &diag);
+        conf_diag_print(&diag, stderr);
+        if (r < 0) {
+                log_error_errno(r, "Cannot load policies: %m");
+                bad = true;
+        } else {
+                if (diag.n > 0 || policies.n_rejected > 0)
                         bad = true;
-                } else {
-                        if (diag.n > 0 || policies.n_rejected > 0)
-                                bad = true;
-                        else
-                                printf("policies: OK, %zu in use (%zu masked)\n", policies.n, policies.n_masked);
-                }
-                policy_set_done(&policies);
-                conf_diag_free(&diag);
-                config_done(&cfg);
-                return bad ? EXIT_CONFIG : EXIT_OK;
+                else
+                        printf("policies: OK, %zu in use (%zu masked)\n", policies.n, policies.n_masked);
         }
+        return bad ? EXIT_CONFIG : EXIT_OK;
+}
 
+static int run_daemon(void) {
+        const ManagerOptions mo = {
+                .config_path = arg_config_path,
+                .root_prefix = arg_root,
+                .dry_run = arg_dry_run,
+        };
         _cleanup_(manager_freep) Manager *m = NULL;
+        int r;
+
         r = manager_new(&mo, &m);
         if (r == -EBADMSG)
                 return EXIT_CONFIG;
         if (r < 0)
                 return EXIT_FAIL;
-        if (log_level >= 0)
-                log_set_max_level(log_level);
+        /* manager_new() applied LogLevel=; the command line overrides it. */
+        if (arg_log_level >= 0)
+                log_set_max_level(arg_log_level);
         r = manager_startup(m);
         if (r == -ENODEV)
                 return EXIT_NO_KSM;
@@ -183,4 +201,26 @@ int main(int argc, char *argv[]) {
                 return EXIT_FAIL;
         r = manager_run(m);
         return r < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+static int run(int argc, char *argv[]) {
+        int r;
+
+        r = parse_argv(argc, argv);
+        if (r <= 0)
+                return r < 0 ? EXIT_USAGE : EXIT_OK;
+        if (arg_log_level >= 0)
+                log_set_max_level(arg_log_level);
+
+        if (arg_bus_introspect)
+                return run_bus_introspect();
+        if (arg_probe)
+                return run_probe();
+        if (arg_check_config)
+                return run_check_config();
+        return run_daemon();
+}
+
+int main(int argc, char *argv[]) {
+        return run(argc, argv);
 }

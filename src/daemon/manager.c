@@ -39,10 +39,8 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         if (!m->config_path || !m->config.policy_dirs)
                 return log_oom();
 
-        ConfDiag diag = {};
-        r = config_load(&m->config, m->config_path, /* missing_ok= */ !o->config_path, &m->config_found, &diag);
-        conf_diag_log(&diag);
-        conf_diag_free(&diag);
+        r = config_load_logged(&m->config, m->config_path, /* missing_ok= */ !o->config_path, &m->config_found,
+                               /* diag_stream= */ NULL);
         if (r == -EBADMSG)
                 return log_error_errno(r, "Configuration %s cannot be parsed, refusing to start.", m->config_path);
         if (r < 0)
@@ -315,15 +313,11 @@ static int on_watchdog(sd_event_source *es, uint64_t usec, void *userdata) {
 
 int manager_reload(Manager *m) {
         Config c = {};
-        ConfDiag diag = {};
         bool found = false;
         int r;
 
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
-        config_init_defaults(&c);
-        r = config_load(&c, m->config_path, true, &found, &diag);
-        conf_diag_log(&diag);
-        conf_diag_free(&diag);
+        r = config_load_logged(&c, m->config_path, /* missing_ok= */ true, &found, /* diag_stream= */ NULL);
         if (r < 0) {
                 log_error_errno(r, "Reload of %s failed (%m), keeping the running configuration.", m->config_path);
                 config_done(&c);
@@ -338,7 +332,7 @@ int manager_reload(Manager *m) {
         if (m->discovery)
                 (void) manager_load_policies(m);
         (void) sd_notify(false, "READY=1");
-        return r;
+        return r < 0 ? r : 0;
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {

@@ -160,8 +160,8 @@ static bool is_mask(const struct stat *st) {
 
 int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
         _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_(policy_done) Policy p = {};
         struct stat st;
-        Policy p;
         int r;
 
         f = fopen(path, "re");
@@ -173,17 +173,14 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
         p.path = strdup(path);
         const char *slash = strrchr(path, '/');
         p.name = strdup(slash ? slash + 1 : path);
-        if (!p.path || !p.name) {
-                policy_done(&p);
+        if (!p.path || !p.name)
                 return -ENOMEM;
-        }
         if (is_mask(&st)) {
-                *ret = p;
+                *ret = TAKE_STRUCT(p);
                 return 1;
         }
         if (!S_ISREG(st.st_mode)) {
                 conf_diag_add(diag, path, 0, NULL, "not a regular file, rejected");
-                policy_done(&p);
                 return -EBADMSG;
         }
         /* A policy decides what a root daemon does to other users'
@@ -191,15 +188,12 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
         if (geteuid() == 0 && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
                 conf_diag_add(diag, path, 0, NULL, "%s, rejected (only root may write a policy)",
                               st.st_uid != 0 ? "not owned by root" : "writable by group or others");
-                policy_done(&p);
                 return -EPERM;
         }
         ConfParseOptions opts = { .section_base = section_base, .userdata = &p };
         r = conf_parse_file(f, path, policy_table, policy_table_size, &p, &opts, diag);
-        if (r < 0) {
-                policy_done(&p);
+        if (r < 0)
                 return r;
-        }
         /* An unedited copy of the template must not merge the whole host. */
         if (!p.match_invalid && !p.cgroup.globs && !p.comm.globs && !p.exe.globs && !p.unit.globs &&
             !p.vm.globs && !p.cmdline.globs && p.users.n == 0) {
@@ -207,56 +201,54 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
                               "[Match] has no keys: this policy matches nothing (Cgroup=* matches every process)");
                 p.match_invalid = true;
         }
-        *ret = p;
+        *ret = TAKE_STRUCT(p);
         return 0;
 }
 
 static int strv_copy(char **l, char ***ret) {
-        char **n = NULL;
+        _cleanup_strv_free_ char **n = NULL;
         for (char **s = l; s && *s; s++) {
                 char *d = strdup(*s);
-                if (!d || strv_push(&n, d) < 0) {
-                        strv_free(n);
+                if (!d || strv_push(&n, d) < 0)
                         return -ENOMEM;
-                }
         }
-        *ret = n;
+        *ret = TAKE_PTR(n);
         return 0;
 }
 
 static int policy_copy(const Policy *src, Policy *ret) {
-        Policy p = *src;
-        p.path = strdup(src->path);
-        p.name = strdup(src->name);
+        _cleanup_(policy_done) Policy p = *src;
+        int r;
+
+        /* Nothing of src's may be freed should a copy fail. */
+        p.path = p.name = NULL;
         p.cgroup.globs = p.comm.globs = p.exe.globs = p.unit.globs = p.vm.globs = p.cmdline.globs = NULL;
         p.users.uids = NULL;
-        int r = 0;
+
+        p.path = strdup(src->path);
+        p.name = strdup(src->name);
         if (!p.path || !p.name)
-                r = -ENOMEM;
-        if (r >= 0)
-                r = strv_copy(src->cgroup.globs, &p.cgroup.globs);
-        if (r >= 0)
-                r = strv_copy(src->comm.globs, &p.comm.globs);
-        if (r >= 0)
-                r = strv_copy(src->exe.globs, &p.exe.globs);
-        if (r >= 0)
-                r = strv_copy(src->unit.globs, &p.unit.globs);
-        if (r >= 0)
-                r = strv_copy(src->vm.globs, &p.vm.globs);
-        if (r >= 0)
-                r = strv_copy(src->cmdline.globs, &p.cmdline.globs);
-        if (r >= 0 && src->users.n) {
+                return -ENOMEM;
+        const struct {
+                char **from;
+                char ***to;
+        } globs[] = {
+                { src->cgroup.globs, &p.cgroup.globs }, { src->comm.globs, &p.comm.globs },
+                { src->exe.globs, &p.exe.globs },       { src->unit.globs, &p.unit.globs },
+                { src->vm.globs, &p.vm.globs },         { src->cmdline.globs, &p.cmdline.globs },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(globs); i++) {
+                r = strv_copy(globs[i].from, globs[i].to);
+                if (r < 0)
+                        return r;
+        }
+        if (src->users.n) {
                 p.users.uids = malloc(sizeof(uid_t) * src->users.n);
                 if (!p.users.uids)
-                        r = -ENOMEM;
-                else
-                        memcpy(p.users.uids, src->users.uids, sizeof(uid_t) * src->users.n);
+                        return -ENOMEM;
+                memcpy(p.users.uids, src->users.uids, sizeof(uid_t) * src->users.n);
         }
-        if (r < 0) {
-                policy_done(&p);
-                return r;
-        }
-        *ret = p;
+        *ret = TAKE_STRUCT(p);
         return 0;
 }
 
@@ -335,7 +327,7 @@ static const Policy *find_previous(const PolicySet *prev, const char *path) {
 }
 
 int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret, ConfDiag *diag) {
-        PolicySet s = {};
+        _cleanup_(policy_set_done) PolicySet s = {};
         Found *found = NULL;
         size_t n_found = 0;
         int r;
@@ -377,10 +369,8 @@ int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret
                 r = 0;
         }
         found_free(found, n_found);
-        if (r == -ENOMEM) {
-                policy_set_done(&s);
+        if (r == -ENOMEM)
                 return r;
-        }
-        *ret = s;
+        *ret = TAKE_STRUCT(s);
         return 0;
 }

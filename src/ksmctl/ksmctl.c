@@ -915,7 +915,7 @@ static int64_t fact_i(const Fact *f, const char *key) {
 }
 
 static int read_facts(sd_bus_message *m, Fact **ret) {
-        Fact *f = NULL;
+        _cleanup_(facts_free) Fact *f = NULL;
         size_t n = 0;
         int r;
 
@@ -927,7 +927,7 @@ static int read_facts(sd_bus_message *m, Fact **ret) {
                 char type;
                 Fact *g = reallocarray(f, n + 2, sizeof *f);
                 if (!g)
-                        return facts_free(&f), -ENOMEM;
+                        return -ENOMEM;
                 f = g;
                 f[n + 1] = (Fact) {};
                 f[n] = (Fact) {};
@@ -965,11 +965,9 @@ static int read_facts(sd_bus_message *m, Fact **ret) {
                 if (r < 0 || (r = sd_bus_message_exit_container(m)) < 0 || (r = sd_bus_message_exit_container(m)) < 0)
                         break;
         }
-        if (r < 0) {
-                facts_free(&f);
+        if (r < 0)
                 return r;
-        }
-        *ret = f;
+        *ret = TAKE_PTR(f);
         return sd_bus_message_exit_container(m);
 }
 

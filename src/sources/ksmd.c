@@ -129,9 +129,22 @@ static void *sampler_main(void *arg) {
         return NULL;
 }
 
+/* Frees a sampler whose thread is not running: not started yet, or joined. */
+static KsmdSampler *sampler_free(KsmdSampler *s) {
+        if (!s)
+                return NULL;
+        pthread_mutex_destroy(&s->lock);
+        pthread_cond_destroy(&s->cond);
+        safe_close(s->stat_fd);
+        safe_close(s->wchan_fd);
+        free(s);
+        return NULL;
+}
+DEFINE_TRIVIAL_CLEANUP_FUNC(KsmdSampler *, sampler_free);
+
 int ksmd_sampler_start(const Root *root, int ksmd_pid, uint64_t interval_usec, KsmdSampler **ret) {
         _cleanup_close_ int dfd = -EBADF;
-        KsmdSampler *s;
+        _cleanup_(sampler_freep) KsmdSampler *s = NULL;
         pthread_condattr_t ca;
         int r;
 
@@ -141,30 +154,21 @@ int ksmd_sampler_start(const Root *root, int ksmd_pid, uint64_t interval_usec, K
         s = calloc(1, sizeof *s);
         if (!s)
                 return -ENOMEM;
-        s->interval_usec = MAX(interval_usec, 1000u);
-        s->paused = true;
-        s->stat_fd = openat(dfd, "stat", O_RDONLY | O_CLOEXEC);
-        s->wchan_fd = openat(dfd, "wchan", O_RDONLY | O_CLOEXEC);
-        if (s->stat_fd < 0 || s->wchan_fd < 0) {
-                r = negative_errno();
-                safe_close(s->stat_fd);
-                safe_close(s->wchan_fd);
-                free(s);
-                return r;
-        }
         pthread_mutex_init(&s->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&s->cond, &ca);
         pthread_condattr_destroy(&ca);
+        s->interval_usec = MAX(interval_usec, 1000u);
+        s->paused = true;
+        s->stat_fd = openat(dfd, "stat", O_RDONLY | O_CLOEXEC);
+        s->wchan_fd = openat(dfd, "wchan", O_RDONLY | O_CLOEXEC);
+        if (s->stat_fd < 0 || s->wchan_fd < 0)
+                return negative_errno();
         r = -pthread_create(&s->thread, NULL, sampler_main, s);
-        if (r < 0) {
-                safe_close(s->stat_fd);
-                safe_close(s->wchan_fd);
-                free(s);
+        if (r < 0)
                 return r;
-        }
-        *ret = s;
+        *ret = TAKE_PTR(s);
         return 0;
 }
 
@@ -204,10 +208,5 @@ KsmdSampler *ksmd_sampler_stop(KsmdSampler *s) {
         pthread_cond_signal(&s->cond);
         pthread_mutex_unlock(&s->lock);
         pthread_join(s->thread, NULL);
-        pthread_mutex_destroy(&s->lock);
-        pthread_cond_destroy(&s->cond);
-        safe_close(s->stat_fd);
-        safe_close(s->wchan_fd);
-        free(s);
-        return NULL;
+        return sampler_free(s);
 }

@@ -169,6 +169,13 @@ static void test_ksmd(void **state) {
         ksmd_sampler_take(sm, &c);
         assert_int_equal(c.samples, 0);
         ksmd_sampler_stop(sm);
+
+        /* a ksmd without wchan: the start fails, closes what it opened and
+         * leaves *ret alone (the sanitizer build checks for leaks) */
+        fake_remove(&t, "proc/37/wchan");
+        sm = NULL;
+        assert_int_equal(ksmd_sampler_start(r, 37, 1000, &sm), -ENOENT);
+        assert_null(sm);
         root_free(r);
         fake_tree_done(&t);
 }
