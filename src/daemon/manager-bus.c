@@ -40,18 +40,16 @@ struct ManagerBus {
  * whole message, so one process named "\xff" would break ListProcesses for
  * everyone. Every string that comes from a process, a file name or a
  * decision passes through here: returned as is when valid, else as a copy
- * with U+FFFD in place of each bad byte, valid for the next 15 calls. */
-static const char *bus_str(const char *s) {
-        static char *ring[16];
-        static unsigned next;
-
+ * with U+FFFD in place of each bad byte, kept in *copies, which the caller
+ * frees once the message is built; "" when the copy fails (no memory). */
+static const char *bus_str(char ***copies, const char *s) {
         s = strempty(s);
         if (utf8_is_valid(s))
                 return s;
-        char **slot = &ring[next++ % ELEMENTSOF(ring)];
-        free(*slot);
-        *slot = utf8_make_valid(s);
-        return *slot ?: "";
+        char *c = utf8_make_valid(s);
+        if (!c || strv_push(copies, c) < 0) /* strv_push frees c on failure */
+                return "";
+        return c;
 }
 
 /* ---- properties ---- */
@@ -112,8 +110,9 @@ GETTER(property_get_ksmd_pid) {
 }
 
 GETTER(property_get_config_path) {
+        _cleanup_strv_free_ char **copies = NULL;
         const Manager *m = userdata;
-        return sd_bus_message_append(reply, "s", bus_str(m->config_path));
+        return sd_bus_message_append(reply, "s", bus_str(&copies, m->config_path));
 }
 
 GETTER(property_get_interval) {
@@ -213,6 +212,7 @@ GETTER(property_get_mem) {
 }
 
 GETTER(property_get_last_decisions) {
+        _cleanup_strv_free_ char **copies = NULL;
         const Manager *m = userdata;
         const Decision *d;
         int r;
@@ -221,7 +221,7 @@ GETTER(property_get_last_decisions) {
         if (r < 0)
                 return r;
         for (unsigned i = 0; (d = decision_log_get(&m->decisions, i)); i++) {
-                r = sd_bus_message_append(reply, "(tss)", d->realtime_usec, bus_str(d->kind), bus_str(d->text));
+                r = sd_bus_message_append(reply, "(tss)", d->realtime_usec, bus_str(&copies, d->kind), bus_str(&copies, d->text));
                 if (r < 0)
                         return r;
         }
@@ -322,6 +322,7 @@ static const char *process_verdict(const Process *p) {
 }
 
 static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_strv_free_ char **copies = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ const Process **list = NULL;
         const ProcessTable *t = manager_processes(userdata);
@@ -344,12 +345,12 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
                 char policy[VERDICT_POLICY_MAX + 16];
 
                 format_policy(policy, sizeof policy, p);
-                r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) p->pid, bus_str(p->comm),
-                                          bus_str(p->cgroup), bus_str(p->unit), bus_str(p->vm_name), bus_str(policy),
+                r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) p->pid, bus_str(&copies, p->comm),
+                                          bus_str(&copies, p->cgroup), bus_str(&copies, p->unit), bus_str(&copies, p->vm_name), bus_str(&copies, policy),
                                           process_verdict(p),
                                           p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
                                           process_merging_enabled(p) > 0, p->ksm_merging_pages,
-                                          process_profit_bytes(p), bus_str(p->have_verdict ? p->verdict.reason : ""));
+                                          process_profit_bytes(p), bus_str(&copies, p->have_verdict ? p->verdict.reason : ""));
                 if (r < 0)
                         return r;
         }
@@ -360,6 +361,7 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
 }
 
 static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_strv_free_ char **copies = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(savings_table_done) SavingsTable s = {};
         const ProcessTable *t = manager_processes(userdata);
@@ -378,8 +380,8 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
                 return r;
         for (size_t i = 0; i < s.n; i++) {
                 const CgroupSavings *c = &s.items[i];
-                r = sd_bus_message_append(reply, "(sssutx)", bus_str(c->cgroup), bus_str(c->unit),
-                                          bus_str(c->vm_name), (uint32_t) c->processes, c->merging_pages,
+                r = sd_bus_message_append(reply, "(sssutx)", bus_str(&copies, c->cgroup), bus_str(&copies, c->unit),
+                                          bus_str(&copies, c->vm_name), (uint32_t) c->processes, c->merging_pages,
                                           c->profit_bytes);
                 if (r < 0)
                         return r;
@@ -391,6 +393,7 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
 }
 
 static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_strv_free_ char **copies = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Manager *m = userdata;
         const ProcessTable *t = manager_processes(m);
@@ -425,19 +428,19 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
                 return r;
         r = sd_bus_message_append(reply, "a{sv}", 19,
                                   "pid", "i", (int32_t) p->pid,
-                                  "comm", "s", bus_str(p->comm),
-                                  "exe", "s", bus_str(exe),
+                                  "comm", "s", bus_str(&copies, p->comm),
+                                  "exe", "s", bus_str(&copies, exe),
                                   "uid", "u", (uint32_t) p->uid,
-                                  "cgroup", "s", bus_str(p->cgroup),
-                                  "unit", "s", bus_str(p->unit),
-                                  "vm", "s", bus_str(p->vm_name),
+                                  "cgroup", "s", bus_str(&copies, p->cgroup),
+                                  "unit", "s", bus_str(&copies, p->unit),
+                                  "vm", "s", bus_str(&copies, p->vm_name),
                                   "kernel_thread", "b", p->kthread,
                                   "rss_anon_bytes", "t", p->rss_anon_kib * 1024,
                                   "verdict", "s", process_verdict(p),
                                   "method", "s", p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
                                   "always", "b", p->have_verdict && p->verdict.always,
-                                  "policy", "s", bus_str(policy),
-                                  "reason", "s", bus_str(p->have_verdict ? p->verdict.reason : ""),
+                                  "policy", "s", bus_str(&copies, policy),
+                                  "reason", "s", bus_str(&copies, p->have_verdict ? p->verdict.reason : ""),
                                   "merging", "i", (int32_t) process_merging_enabled(p),
                                   "merging_pages", "t", p->ksm_merging_pages,
                                   "profit_bytes", "x", process_profit_bytes(p),

@@ -326,7 +326,7 @@ int manager_reload(Manager *m) {
                 m->config = c;
                 m->config_found = found;
                 log_set_max_level(m->config.log_level);
-                (void) sd_event_source_set_time_relative(m->tick_source, 0);
+                manager_request_tick(m);
                 log_info("Reloaded configuration %s%s.", m->config_path, found ? "" : " (absent: defaults)");
         }
         if (m->discovery)
