@@ -194,17 +194,12 @@ int process_read_forked(const Root *root, int pid, const Process *parent, Proces
 
 int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *ret_merging_pages) {
         _cleanup_close_ int dfd = -EBADF;
-        ProcStat st;
         int r;
 
-        r = root_open_pid_dir(root, pid, &dfd);
-        if (r < 0)
-                return r;
-        r = procfs_read_stat(dfd, &st);
+        r = open_live_pid(root, pid, &dfd, ret_stat);
         if (r < 0)
                 return r;
         if (procfs_read_ksm_merging_pages(dfd, ret_merging_pages) < 0)
                 *ret_merging_pages = UINT64_MAX;
-        *ret_stat = st;
         return 0;
 }
