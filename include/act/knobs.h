@@ -15,6 +15,16 @@ typedef struct KnobJournal {
         uint64_t original[_KSM_KEY_MAX];
         uint64_t saved_mask;
         char *state_path;       /* NULL: not persisted */
+
+        /* What this instance wrote last to each knob, to tell its own value
+         * from one someone else wrote since (an administrator, virsh
+         * node-memory-tune, another tuner). */
+        uint64_t written[_KSM_KEY_MAX];
+        uint64_t written_mask;
+        /* Knobs someone else wrote while the daemon ran: left to them, not
+         * written again and not restored at exit, unless override. */
+        uint64_t foreign_mask;
+        bool override_foreign;  /* ForeignKnobWrites=override */
 } KnobJournal;
 
 /* Loads a journal left behind by an earlier instance at path (absent is
@@ -26,9 +36,21 @@ void knob_journal_done(KnobJournal *j);
 int knob_journal_parse(KnobJournal *j, const char *text);
 char *knob_journal_format(const KnobJournal *j);
 
+/* Compares the latest snapshot with what this instance wrote last: a knob
+ * that differs was written by someone else since. Unless override_foreign,
+ * it becomes foreign (left alone from now on, dropped from the journal so
+ * neither this instance nor one restarted after a crash puts its original
+ * back). Returns the mask of knobs newly found changed, for the caller to
+ * log; with override_foreign they are reported but stay the daemon's. */
+uint64_t knob_journal_notice_foreign(KnobJournal *j, const KsmState *current);
+/* The administrator hands the knobs back (resume, reload): foreign knobs are
+ * the daemon's to tune again, their current value the one to restore. */
+void knob_journal_forget_foreign(KnobJournal *j);
+
 /* Sets a knob to value unless it already has it (current comes from the
- * latest snapshot). Returns 1 when written, 0 when unchanged, -errno with the
- * kernel's verdict otherwise. dry_run records nothing and writes nothing but
+ * latest snapshot) or someone else owns it now (foreign_mask). Returns 1 when
+ * written, 0 when unchanged or foreign, -errno with the kernel's verdict
+ * otherwise. dry_run records nothing and writes nothing but
  * returns 1 where a write would have happened. */
 int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k, uint64_t value, bool dry_run);
 

@@ -110,8 +110,12 @@ int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k
                 return -EOPNOTSUPP;
         if (current->value[k] == value)
                 return 0;
+        /* A dry run (observe mode) still says what it would set: leaving
+         * the mode hands foreign knobs back (manager_set_mode()). */
         if (dry_run)
                 return 1;
+        if (j->foreign_mask & (UINT64_C(1) << k))
+                return 0;
 
         if (!(j->saved_mask & (UINT64_C(1) << k))) {
                 j->original[k] = current->value[k];
@@ -129,7 +133,40 @@ int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k
          * between idle (small batches) and burst (ksmd stopped), and
          * pages_to_scan/sleep_millisecs never block (1.5 ms). */
         r = ksm_sysfs_write(root, k, value);
-        return r < 0 ? r : 1;
+        if (r < 0)
+                return r;
+        j->written[k] = value;
+        j->written_mask |= UINT64_C(1) << k;
+        return 1;
+}
+
+uint64_t knob_journal_notice_foreign(KnobJournal *j, const KsmState *current) {
+        uint64_t changed = 0;
+
+        for (KsmKey k = _KSM_FIRST_KNOB; k < _KSM_KEY_MAX; k++) {
+                uint64_t bit = UINT64_C(1) << k;
+                if (!(j->written_mask & bit) || (j->foreign_mask & bit) || !ksm_state_has(current, k))
+                        continue;
+                if (current->value[k] == j->written[k])
+                        continue;
+                changed |= bit;
+                /* Either way it is no longer a value this instance wrote. */
+                j->written_mask &= ~bit;
+                if (j->override_foreign)
+                        continue;
+                j->foreign_mask |= bit;
+                j->saved_mask &= ~bit;
+        }
+        if (changed && !j->override_foreign) {
+                int r = journal_persist(j);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot persist knob journal %s: %m", j->state_path);
+        }
+        return changed;
+}
+
+void knob_journal_forget_foreign(KnobJournal *j) {
+        j->foreign_mask = 0;
 }
 
 /* The one order of knob writes, for the tuned values and the restore alike:

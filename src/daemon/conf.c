@@ -25,6 +25,11 @@ static const char *const advisor_policy_table[_ADVISOR_POLICY_MAX] = {
         [ADVISOR_POLICY_LEAVE] = "leave",
 };
 
+static const char *const foreign_knob_writes_table[_FOREIGN_KNOB_WRITES_MAX] = {
+        [FOREIGN_KNOB_WRITES_LEAVE] = "leave",
+        [FOREIGN_KNOB_WRITES_OVERRIDE] = "override",
+};
+
 static const ConfRange percent_range = { 0, 100 };
 static const ConfRange pages_range = { 1, UINT32_MAX };
 static const ConfRange sleep_range = { 0, 60 * 1000 };
@@ -41,6 +46,7 @@ const ConfItem config_table[] = {
         ITEM("Daemon", "PolicyDirectories", conf_parse_strv, policy_dirs, NULL),
         ITEM("Daemon", "RuntimeDirectory", conf_parse_string, runtime_dir, NULL),
         ITEM("Daemon", "RestoreKnobsOnExit", conf_parse_bool, restore_knobs, NULL),
+        ITEM("Daemon", "ForeignKnobWrites", conf_parse_enum, foreign_knob_writes, CONF_ENUM(foreign_knob_writes_table)),
         ITEM("Daemon", "UnmergeOnExit", conf_parse_bool, unmerge_on_exit, NULL),
         ITEM("Daemon", "InjectIntoSeccomp", conf_parse_bool, inject_seccomp, NULL),
         ITEM("Daemon", "DryRun", conf_parse_bool, dry_run, NULL),

@@ -10,6 +10,14 @@
 
 /* ksmtuned2.conf: every key is documented in ksmtuned2.conf(5) and appears,
  * commented out at its default, in conf/ksmtuned2.conf. */
+/* [Daemon] ForeignKnobWrites=: a knob someone else wrote while the daemon
+ * runs is theirs (leave) or the daemon's to write back (override). */
+typedef enum ForeignKnobWrites {
+        FOREIGN_KNOB_WRITES_LEAVE,
+        FOREIGN_KNOB_WRITES_OVERRIDE,
+        _FOREIGN_KNOB_WRITES_MAX,
+} ForeignKnobWrites;
+
 typedef struct Config {
         /* [Daemon] */
         uint64_t interval_usec;         /* Interval= */
@@ -17,6 +25,7 @@ typedef struct Config {
         char **policy_dirs;             /* PolicyDirectories= */
         char *runtime_dir;              /* RuntimeDirectory= */
         bool restore_knobs;             /* RestoreKnobsOnExit= */
+        int foreign_knob_writes;        /* ForeignKnobWrites= (ForeignKnobWrites) */
         bool unmerge_on_exit;           /* UnmergeOnExit= */
         bool inject_seccomp;            /* InjectIntoSeccomp= */
         bool dry_run;                   /* DryRun= */

@@ -178,6 +178,33 @@ static int manager_load_policies(Manager *m) {
         return 0;
 }
 
+/* A knob this instance wrote that reads differently now was written by
+ * someone else (an administrator, virsh node-memory-tune, another tuner):
+ * say so once, and leave it to them (ForeignKnobWrites=leave) or take it
+ * back (override). */
+static void notice_foreign_knobs(Manager *m) {
+        uint64_t wrote[_KSM_KEY_MAX];
+
+        memcpy(wrote, m->knobs.written, sizeof wrote);
+        uint64_t changed = knob_journal_notice_foreign(&m->knobs, &m->snapshot.ksm);
+        for (KsmKey k = _KSM_FIRST_KNOB; changed && k < _KSM_KEY_MAX; k++) {
+                if (!(changed & (UINT64_C(1) << k)))
+                        continue;
+                char now[32], ours[32];
+                (void) ksm_format_value(k, m->snapshot.ksm.value[k], now, sizeof now);
+                (void) ksm_format_value(k, wrote[k], ours, sizeof ours);
+                const Decision *d = decision_log_add(
+                        &m->decisions, "knob", "%s=%s written by someone else (this daemon wrote %s): %s",
+                        ksm_key_to_string(k), now, ours,
+                        m->knobs.override_foreign
+                                ? "writing it back (ForeignKnobWrites=override)"
+                                : "leaving it alone and not restoring it at exit (ForeignKnobWrites=leave; "
+                                  "resume, set-mode or reload hands it back)");
+                if (d)
+                        log_notice("%s", d->text);
+        }
+}
+
 int manager_tick(Manager *m) {
         _cleanup_(plan_done) Plan plan = {}, actions = {};
         Snapshot s;
@@ -192,6 +219,8 @@ int manager_tick(Manager *m) {
         }
         m->snapshot = s;
         m->tick_count++;
+        if (s.ksm_present)
+                notice_foreign_knobs(m);
 
         /* Sample ksmd's state only while it scans (an idle host costs
          * nothing), and at full rate only while it scans hard. */
@@ -283,6 +312,8 @@ int manager_set_paused(Manager *m, bool paused, const char *origin) {
                 manager_note_request(m, origin, "paused: no knob or process is changed until resumed");
         else {
                 manager_note_request(m, origin, "resumed");
+                /* Knobs set by hand meanwhile are the daemon's again. */
+                knob_journal_forget_foreign(&m->knobs);
                 manager_request_tick(m);
         }
         return 1;
@@ -298,6 +329,7 @@ int manager_set_mode(Manager *m, ManagerMode mode, const char *origin) {
         snprintf(what, sizeof what, "mode %s (was %s)", manager_mode_to_string(mode), manager_mode_to_string(m->mode));
         m->mode = mode;
         manager_note_request(m, origin, what);
+        knob_journal_forget_foreign(&m->knobs);
         manager_request_tick(m);
         return 1;
 }
@@ -326,6 +358,8 @@ int manager_reload(Manager *m) {
                 m->config = c;
                 m->config_found = found;
                 log_set_max_level(m->config.log_level);
+                m->knobs.override_foreign = m->config.foreign_knob_writes == FOREIGN_KNOB_WRITES_OVERRIDE;
+                knob_journal_forget_foreign(&m->knobs);
                 manager_request_tick(m);
                 log_info("Reloaded configuration %s%s.", m->config_path, found ? "" : " (absent: defaults)");
         }
@@ -385,6 +419,7 @@ int manager_start_stages(Manager *m) {
         else if (r > 0)
                 log_notice("Found %d knob value(s) saved by an earlier instance in %s; will restore those on exit.",
                            r, state);
+        m->knobs.override_foreign = m->config.foreign_knob_writes == FOREIGN_KNOB_WRITES_OVERRIDE;
 
         m->ksmd_pid = m->probe.ksmd_pid;
         if (m->ksmd_pid > 0) {

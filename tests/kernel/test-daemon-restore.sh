@@ -77,3 +77,40 @@ kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
 [ "$before" = "$(ksm_guard_knobs_now)" ] || fail "--dry-run changed knobs"
 grep -q "would set max_page_sharing=512" "$tmp/dry.log" || fail "--dry-run did not say what it would do"
 echo "--dry-run: nothing written"
+
+# 5. A knob written by someone else while the daemon runs is left alone and
+#    not restored at exit; the others are restored.
+ksm_guard_restore
+sed -i '/^RestoreKnobsOnExit=no$/d' "$tmp/k.conf"
+echo 300 > $KSM/max_page_sharing
+before_uzp=$(cat $KSM/use_zero_pages) before_ss=$(cat $KSM/smart_scan)
+: > "$tmp/log"
+start_daemon
+echo 700 > $KSM/max_page_sharing || fail "cannot write max_page_sharing by hand"
+wait_log() { for _ in $(seq 50); do grep -q -e "$1" "$tmp/log" && return 0; sleep 0.1; done; return 1; }
+wait_log "max_page_sharing=700 written by someone else (this daemon wrote 512): leaving it alone" ||
+        fail "the daemon did not notice max_page_sharing written by hand"
+# Five more ticks (Interval=200ms) must not write it back.
+sleep 1
+[ "$(cat $KSM/max_page_sharing)" = 700 ] || fail "the daemon overwrote a knob set by hand"
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
+[ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
+[ "$(cat $KSM/max_page_sharing)" = 700 ] || fail "a knob set by hand was 'restored' at exit"
+[ "$(cat $KSM/use_zero_pages)" = "$before_uzp" ] && [ "$(cat $KSM/smart_scan)" = "$before_ss" ] ||
+        fail "the daemon's own knobs were not restored next to the foreign one"
+[ ! -e "$tmp/run/saved-knobs" ] || fail "knob journal left behind"
+echo "ForeignKnobWrites=leave: max_page_sharing=700 set by hand kept while running and at exit, the rest restored"
+
+# 6. ForeignKnobWrites=override writes it back and restores the original.
+echo 300 > $KSM/max_page_sharing
+sed -i 's/^\[Daemon\]$/[Daemon]\nForeignKnobWrites=override/' "$tmp/k.conf"
+: > "$tmp/log"
+start_daemon
+echo 700 > $KSM/max_page_sharing || fail "cannot write max_page_sharing by hand"
+wait_log "max_page_sharing=700 written by someone else (this daemon wrote 512): writing it back" ||
+        fail "the daemon did not notice max_page_sharing written by hand (override)"
+for _ in $(seq 50); do [ "$(cat $KSM/max_page_sharing)" = 512 ] && break; sleep 0.1; done
+[ "$(cat $KSM/max_page_sharing)" = 512 ] || fail "ForeignKnobWrites=override did not write it back"
+kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
+[ "$(cat $KSM/max_page_sharing)" = 300 ] || fail "ForeignKnobWrites=override did not restore the original"
+echo "ForeignKnobWrites=override: written back to 512, original 300 restored at exit"
