@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -66,7 +67,11 @@
  * CAP_SYS_ADMIN, and run on the exact calls; allow_seccomp skips that), a
  * 32-bit or shadow-stack task or a non-x86-64 build
  * (-EOPNOTSUPP), no usable gadgets in its executable mappings (-ENOEXEC),
- * no writable room below its stack pointer (-EFAULT). */
+ * no writable room below its stack pointer (-EFAULT), a thread that does not
+ * stop in time (-ETIMEDOUT, given up on untouched).
+ *
+ * Not refused but given up on: calls that do not return in time (-ETIMEDOUT;
+ * their ->ret is -ETIMEDOUT too, since not known). */
 
 typedef struct InjectSyscall {
         long nr;
@@ -90,9 +95,15 @@ typedef enum InjectPhase {
 const char *inject_phase_to_string(InjectPhase p);
 
 typedef struct InjectOptions {
-        uint64_t stop_timeout_usec;     /* 0: 2 s. A thread in uninterruptible sleep longer than
-                                         * this is waited for anyway (it cannot be detached before it
-                                         * stops), then released untouched with -ETIMEDOUT. */
+        uint64_t stop_timeout_usec;     /* 0: 2 s. A thread that does not stop within this (one in
+                                         * uninterruptible sleep) is given up on, untouched, with
+                                         * -ETIMEDOUT: see inject_poll_abandoned(). */
+        uint64_t call_timeout_usec;     /* 0: 5 s. Each injected call and the stop after the last
+                                         * one; past it -ETIMEDOUT, and the thread finishes the call
+                                         * and returns through the signal frame on its own. */
+        const _Atomic uint64_t *give_up_usec; /* NULL, or CLOCK_MONOTONIC past which no wait goes on
+                                         * (0: none yet): a stopping daemon's deadline; -ECANCELED
+                                         * then, given up on as for -ETIMEDOUT */
         bool allow_seccomp;             /* inject into Seccomp: 2 processes without running their filters */
         void (*phase_hook)(InjectPhase phase, void *userdata);
         void *userdata;
@@ -105,6 +116,18 @@ typedef struct InjectStats {
         unsigned signals_suppressed;    /* synchronous signals our own calls raised, not delivered */
         char reason[128];               /* why it was refused, when it was */
 } InjectStats;
+
+/* Every wait on the target is bounded (InjectOptions). A thread given up on
+ * is still seized by the calling thread but not stopped, and a tracee can
+ * only be detached from a stop, so it stays on a list of the calling
+ * thread's (ptrace is per tracer thread): call this every few milliseconds
+ * from that thread while it returns non-zero. It never blocks; it detaches
+ * each thread that has stopped since (passing on a signal it stopped for),
+ * forgets those that exited, and returns how many are left. At most 64 are
+ * kept; beyond, inject_syscalls() refuses with -EAGAIN. Should the calling
+ * thread end first, the kernel detaches them, which is as safe (inject.c,
+ * before inject_poll_abandoned()). */
+size_t inject_poll_abandoned(void);
 
 /* Whether this build can inject at all. */
 bool inject_supported(void);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* System calls run inside another process with ptrace; see inject.h for the
  * method and why it cannot leave the target stopped or broken. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +48,10 @@ DEFINE_STRING_TABLE_TO_STRING(inject_phase, InjectPhase);
 
 bool inject_supported(void) {
         return false;
+}
+
+size_t inject_poll_abandoned(void) {
+        return 0;
 }
 
 int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, size_t n,
@@ -148,9 +153,8 @@ typedef struct Injector {
         unsigned suppressed;    /* synchronous signals our own calls raised */
         const InjectOptions *o;
         int seccomp;            /* Seccomp: of status */
-        uint64_t deadline_usec;
-        bool overran;
-        bool stopped_once;
+        uint64_t stop_timeout_usec, call_timeout_usec;
+        bool abandoned;         /* given up on, still seized: see inject_poll_abandoned() */
         MapList maps;           /* read before the stop; the stack check uses it */
 } Injector;
 
@@ -196,17 +200,85 @@ static StopKind classify_status(int st, int *ret_sig) {
         return STOP_SIGNAL;
 }
 
-/* Waits for the next ptrace stop of tid. Until the first stop it polls
- * against the deadline (a thread in uninterruptible sleep does not stop);
- * past the deadline it keeps waiting, since a tracee cannot be detached
- * before it stops, but remembers the overrun. Once the thread runs our
- * calls it blocks: the next stop is microseconds away (or behind an
- * injected call that waits for its mmap_lock, which ends). */
-static int wait_stop(Injector *j, StopKind *ret_kind, int *ret_sig) {
+/* Threads this thread gave up waiting for (-ETIMEDOUT): seized and not
+ * stopped yet, so PTRACE_DETACH cannot release them (ESRCH: it needs a
+ * stopped tracee). A tracer is a thread, not a process, hence one list per
+ * thread; inject_poll_abandoned() detaches each as soon as it stops. */
+typedef struct Abandoned {
+        int tid;
+        bool regs_ours;         /* our registers are in place: the frame brings it home */
+} Abandoned;
+
+#define ABANDONED_MAX 64
+static _Thread_local Abandoned abandoned[ABANDONED_MAX];
+static _Thread_local size_t n_abandoned;
+
+static void abandon(Injector *j, bool regs_ours) {
+        /* inject_run() refuses to seize while the list is full. */
+        assert(n_abandoned < ABANDONED_MAX);
+        abandoned[n_abandoned++] = (Abandoned) { .tid = j->tid, .regs_ours = regs_ours };
+        j->abandoned = true;
+}
+
+/* Why a detach at whatever stop an abandoned thread reports is safe:
+ *  - Before our registers (regs_ours false): nothing of it was changed but
+ *    perhaps the bytes below its red zone, which the ABI leaves to signal
+ *    frames. It stops in get_signal for our PTRACE_INTERRUPT (or for a
+ *    signal on its way, or a group stop) and the detach lets it go on as if
+ *    a signal had been handled; a signal-delivery stop passes its signal on.
+ *  - At or after the injected registers (regs_ours true): the complete
+ *    rt_sigframe is on its stack and rsp points at it. Wherever it stops --
+ *    the entry or exit stop of one of our calls (PTRACE_SYSCALL is still in
+ *    effect), or the final interrupt stop in get_signal -- it is about to
+ *    run (or has run) `syscall` of the gadget; detached, it runs the call to
+ *    its end, `ret`s into the restorer and rt_sigreturn puts back its own
+ *    registers (rewound for a restart), signal mask and FP state. Its mask
+ *    blocks everything meanwhile, so a signal-delivery stop can only be a
+ *    SIGSTOP (passed on: a job-control stop, not ours to drop) or a
+ *    synchronous signal our own call raised, which is not its to see.
+ *  - A group stop (PTRACE_EVENT_STOP with a stop signal) is reinstated by the
+ *    kernel at detach. */
+size_t inject_poll_abandoned(void) {
+        for (size_t i = 0; i < n_abandoned;) {
+                Abandoned *a = &abandoned[i];
+                bool released = false;
+                int st;
+                pid_t k = waitpid(a->tid, &st, __WALL | WNOHANG);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        released = true; /* ECHILD: exited and collected, nothing of ours left */
+                else if (k == a->tid) {
+                        int sig;
+                        StopKind kind = classify_status(st, &sig);
+                        if (kind == STOP_EXITED)
+                                released = true;
+                        else {
+                                int pass = kind == STOP_SIGNAL && (!a->regs_ours || sig == SIGSTOP) ? sig : 0;
+                                /* ESRCH: killed since it stopped; its exit report comes next. */
+                                released = xptrace(PTRACE_DETACH, a->tid, NULL, (void *) (uintptr_t) pass) >= 0;
+                        }
+                }
+                if (released)
+                        abandoned[i] = abandoned[--n_abandoned];
+                else
+                        i++;
+        }
+        return n_abandoned;
+}
+
+/* Waits for the next ptrace stop of tid until deadline_usec
+ * (CLOCK_MONOTONIC), or the caller's give-up time if that comes first.
+ * It only polls: a thread in uninterruptible sleep (a vfork() parent, an
+ * unanswered FUSE or NFS request) or inside a long injected call does not
+ * stop, and nothing may hold this thread (and every action queued behind
+ * it) for that long. -ETIMEDOUT then (-ECANCELED at the give-up time), with
+ * the thread still seized and running: the caller abandons it. */
+static int wait_stop(Injector *j, uint64_t deadline_usec, StopKind *ret_kind, int *ret_sig) {
         unsigned spins = 0;
         for (;;) {
                 int st;
-                pid_t k = waitpid(j->tid, &st, __WALL | (j->overran || j->stopped_once ? 0 : WNOHANG));
+                pid_t k = waitpid(j->tid, &st, __WALL | WNOHANG);
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -216,14 +288,19 @@ static int wait_stop(Injector *j, StopKind *ret_kind, int *ret_sig) {
                         *ret_kind = classify_status(st, ret_sig);
                         return 0;
                 }
-                if (now_usec(CLOCK_MONOTONIC) > j->deadline_usec) {
-                        j->overran = true;
-                        continue;
-                }
-                /* Stops come within microseconds; yield first, then back off. */
+                uint64_t give_up = j->o->give_up_usec ? atomic_load(j->o->give_up_usec) : 0;
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                if (give_up && now >= give_up)
+                        return -ECANCELED;
+                if (now >= deadline_usec)
+                        return -ETIMEDOUT;
+                /* Stops come within microseconds; yield first, then back off
+                 * (at most 1 ms), serving threads abandoned earlier. */
                 if (spins++ < 50)
                         sched_yield();
                 else {
+                        if (n_abandoned > 0)
+                                (void) inject_poll_abandoned();
                         struct timespec ts = { 0, (long) MIN(1000000U, 1000U << MIN(spins - 50, 10U)) };
                         nanosleep(&ts, NULL);
                 }
@@ -644,7 +721,22 @@ static int check_filters(Injector *j, const InjectSyscall *calls, size_t n, Inje
         }
 }
 
-static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
+/* The thread did not come back from our registers in time. It is not
+ * stopped (or it would have reported), so it cannot be detached: it runs
+ * the call to its end and returns through the frame on its own, and the
+ * poll detaches it at its next stop. */
+static int call_overran(Injector *j, int r, InjectSyscall *calls, size_t n, InjectStats *s) {
+        abandon(j, true);
+        for (size_t i = 0; i < n; i++)
+                calls[i].ret = r; /* not known */
+        if (r == -ECANCELED)
+                return refuse(s, r, "given up on at the stop before the injected call returned; it finishes on its "
+                                    "own and returns through the signal frame");
+        return refuse(s, r, "the injected call did not return within %" PRIu64 " ms; it finishes on its own "
+                            "and returns through the signal frame", j->call_timeout_usec / USEC_PER_MSEC);
+}
+
+static int run_calls(Injector *j, InjectSyscall *calls, size_t n, InjectStats *s) {
         StopKind kind;
         int sig, r;
 
@@ -678,11 +770,14 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
                         hook(j, INJECT_PHASE_REGS_SET);
 
                 bool entered = false;
+                uint64_t deadline = now_usec(CLOCK_MONOTONIC) + j->call_timeout_usec;
                 r = xptrace(PTRACE_SYSCALL, j->tid, NULL, NULL);
                 for (;;) {
                         if (r < 0)
                                 return r;
-                        r = wait_stop(j, &kind, &sig);
+                        r = wait_stop(j, deadline, &kind, &sig);
+                        if (r == -ETIMEDOUT || r == -ECANCELED)
+                                return call_overran(j, r, calls + i, n - i, s);
                         if (r < 0)
                                 return r;
                         if (kind == STOP_EXITED)
@@ -712,13 +807,16 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n) {
 
         /* Into a stop inside get_signal, so that the restored registers go
          * through the kernel's own syscall-restart logic on the way out. */
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + j->call_timeout_usec;
         r = xptrace(PTRACE_INTERRUPT, j->tid, NULL, NULL);
         if (r >= 0)
                 r = xptrace(PTRACE_CONT, j->tid, NULL, NULL);
         for (;;) {
                 if (r < 0)
                         return r;
-                r = wait_stop(j, &kind, &sig);
+                r = wait_stop(j, deadline, &kind, &sig);
+                if (r == -ETIMEDOUT || r == -ECANCELED)
+                        return call_overran(j, r, calls + n, 0, s);
                 if (r < 0)
                         return r;
                 if (kind == STOP_EXITED)
@@ -775,9 +873,7 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                 return r;
         hook(j, INJECT_PHASE_SEIZED);
 
-        j->overran = false;
-        j->stopped_once = false;
-        j->deadline_usec = now_usec(CLOCK_MONOTONIC) + (o->stop_timeout_usec ?: 2 * USEC_PER_SEC);
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + j->stop_timeout_usec;
         r = xptrace(PTRACE_INTERRUPT, j->tid, NULL, NULL);
         for (;;) {
                 if (r < 0) {
@@ -785,7 +881,16 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                                 reap_exited(j);
                         return r;
                 }
-                r = wait_stop(j, &kind, &sig);
+                r = wait_stop(j, deadline, &kind, &sig);
+                if (r == -ETIMEDOUT || r == -ECANCELED) {
+                        /* Our interrupt stays pending: it stops in get_signal
+                         * when it wakes, and is detached there untouched. */
+                        abandon(j, false);
+                        if (r == -ECANCELED)
+                                return refuse(s, r, "given up on at the stop before it stopped; left untouched");
+                        return refuse(s, r, "did not stop within %" PRIu64 " ms (uninterruptible sleep?); left untouched",
+                                      j->stop_timeout_usec / USEC_PER_MSEC);
+                }
                 if (r < 0)
                         return r;
                 if (kind == STOP_EXITED)
@@ -797,19 +902,14 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                 r = xptrace(PTRACE_CONT, j->tid, NULL, (void *) (uintptr_t) (kind == STOP_SIGNAL ? sig : 0));
         }
         *t_stop = now_usec(CLOCK_MONOTONIC);
-        j->stopped_once = true;
         hook(j, INJECT_PHASE_STOPPED);
 
-        if (j->overran)
-                r = refuse(s, -ETIMEDOUT, "did not stop within the deadline (uninterruptible sleep); left untouched");
-        else {
-                /* The pidfd's process is alive, so pid still names it, and the
-                 * thread we stopped belongs to it: not a stranger with a reused pid. */
-                char task[32];
-                snprintf(task, sizeof task, "task/%d", j->tid);
-                if (pidfd_alive(pidfd) < 0 || faccessat(j->pid_dirfd, task, F_OK, 0) < 0)
-                        r = refuse(s, -ESRCH, "exited (or its pid was reused) before the stop");
-        }
+        /* The pidfd's process is alive, so pid still names it, and the
+         * thread we stopped belongs to it: not a stranger with a reused pid. */
+        char task[32];
+        snprintf(task, sizeof task, "task/%d", j->tid);
+        if (pidfd_alive(pidfd) < 0 || faccessat(j->pid_dirfd, task, F_OK, 0) < 0)
+                r = refuse(s, -ESRCH, "exited (or its pid was reused) before the stop");
         if (r >= 0)
                 r = xptrace(PTRACE_GETREGS, j->tid, NULL, &j->saved);
         if (r >= 0 && j->saved.cs != USER_CS_64)
@@ -838,7 +938,9 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
         }
         hook(j, INJECT_PHASE_FRAME_WRITTEN);
 
-        r = run_calls(j, calls, n);
+        r = run_calls(j, calls, n, s);
+        if (j->abandoned)
+                return r;
         if (r >= 0)
                 r = xptrace(PTRACE_SETREGS, j->tid, NULL, &j->saved);
         if (r == -ESRCH) {
@@ -875,6 +977,8 @@ static int inject_run(Injector *j, const Root *root, int pidfd, InjectSyscall *c
         size_t n_skip = 0;
         int r;
 
+        if (inject_poll_abandoned() >= ABANDONED_MAX)
+                return refuse(s, -EAGAIN, "%d threads given up on earlier have not stopped yet", ABANDONED_MAX);
         r = root_open_pid_dir(root, j->pid, &pid_dirfd);
         if (r < 0)
                 return r;
@@ -923,6 +1027,8 @@ int inject_syscalls(const Root *root, int pidfd, int pid, InjectSyscall *calls, 
                 .pid_dirfd = -EBADF,
                 .mem_fd = -EBADF,
         };
+        j.stop_timeout_usec = j.o->stop_timeout_usec ?: 2 * USEC_PER_SEC;
+        j.call_timeout_usec = j.o->call_timeout_usec ?: 5 * USEC_PER_SEC;
         InjectStats s = {};
         uint64_t t0 = now_usec(CLOCK_MONOTONIC), t_stop = 0;
         int r;
