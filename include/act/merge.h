@@ -122,6 +122,7 @@ typedef struct MergeContext {
         bool dry_run;
         bool inject_seccomp;            /* InjectIntoSeccomp=: inject into Seccomp: 2 processes */
         uint64_t stop_timeout_usec;     /* for inject; 0: its default */
+        const _Atomic uint64_t *give_up_usec; /* for inject: no wait past it (InjectOptions); NULL */
 } MergeContext;
 
 /* Carries out one action. Returns 0 (the outcome says what happened) or
@@ -153,7 +154,9 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
  * takes the target's mmap_lock, and a ptrace stop waits for the target. The
  * loop submits the plan's actions and takes the report on a later tick. The
  * worker is the only thread that ptraces (a tracer is a thread, not a
- * process). */
+ * process): it also detaches the threads an injection gave up on as soon as
+ * they stop, looking every 5 ms while any is left, between and during
+ * actions (inject_poll_abandoned). */
 typedef struct MergeWorker MergeWorker;
 
 /* c->root and c->probe must outlive the worker. */
@@ -168,9 +171,20 @@ bool merge_worker_busy(MergeWorker *w);
 int merge_worker_take(MergeWorker *w, MergeReport *ret);
 /* Changes dry_run / inject_seccomp for later batches (reload). */
 void merge_worker_set_options(MergeWorker *w, bool dry_run, bool inject_seccomp);
-/* Waits for the running batch, then, with UnmergeOnExit=yes, disables what
- * the worker enabled (outcomes into ret, which may be NULL). */
-int merge_worker_unmerge_all(MergeWorker *w, MergeReport *ret);
-/* Waits for the running batch and stops the thread. */
+/* For UnmergeOnExit=yes: drops the queued actions, makes the running one
+ * give up on its target at once, then has the worker thread --
+ * the tracer of any thread it gave up on -- disable what it enabled.
+ * Outcomes, with those of the batch it cut short, go into ret (may be
+ * NULL). -ETIMEDOUT when that did not finish by the deadline (it goes on
+ * until merge_worker_stop_until() ends it), -ENOMEM. */
+int merge_worker_unmerge_all(MergeWorker *w, uint64_t deadline_usec, MergeReport *ret);
+/* Stops the thread: the running action (or unmerge) gives up on its target
+ * at once, the rest is dropped, and the thread is joined and freed if it
+ * ends by deadline_usec (CLOCK_MONOTONIC) + 200 ms. Otherwise (stuck
+ * in the kernel, say on a hung process's mmap_lock) it is left to end with
+ * the process, which is safe: process exit detaches its tracees, whose
+ * signal frames bring them home (inject.h). Returns NULL. */
+MergeWorker *merge_worker_stop_until(MergeWorker *w, uint64_t deadline_usec);
+/* merge_worker_stop_until() 2 s from now. */
 MergeWorker *merge_worker_stop(MergeWorker *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(MergeWorker *, merge_worker_stop);

@@ -90,7 +90,9 @@ typedef struct Process {
         Verdict verdict;
         uint64_t verdict_usec;          /* CLOCK_MONOTONIC when the verdict was reached */
         bool verdict_logged;            /* announced at info level (once it outlived a tick) */
-        uint64_t action_planned_usec;   /* CLOCK_MONOTONIC of the last ProcessAction planned, 0 none */
+        uint64_t action_planned_usec;   /* CLOCK_MONOTONIC of the last ProcessAction planned, 0 none;
+                                         * or of its ETIMEDOUT outcome (a target stuck in D waits the
+                                         * retry back-off from then) */
 
         /* The merge actuator's last outcome for it (merge.h), for status and the bus. */
         char merge_outcome[192];        /* "method inject refused: EBUSY (already traced by pid 77)" */

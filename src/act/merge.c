@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The merge actuator: see merge.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "inject.h"
 #include "log.h"
@@ -207,7 +209,11 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
                 map_list_done(&runs);
         }
 
-        InjectOptions o = { .stop_timeout_usec = c->stop_timeout_usec, .allow_seccomp = c->inject_seccomp };
+        InjectOptions o = {
+                .stop_timeout_usec = c->stop_timeout_usec,
+                .allow_seccomp = c->inject_seccomp,
+                .give_up_usec = c->give_up_usec,
+        };
         r = inject_syscalls(c->root, pidfd, pid, calls, n, &o, stats);
         if (r < 0)
                 return r;
@@ -250,6 +256,7 @@ static bool inject_refusal(int r) {
         case ENOEXEC:
         case EFAULT:
         case ETIMEDOUT:
+        case ECANCELED:
         case EPERM:
         case EINVAL:
                 return true;
@@ -542,57 +549,127 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
 
 /* Actions waiting behind a running batch; beyond, submit says EBUSY. */
 #define MERGE_WORKER_QUEUE_MAX 4096
+/* How often threads given up on (inject_poll_abandoned) are looked at while
+ * any is left: a thread that leaves D is detached within this. */
+#define ABANDONED_POLL_USEC (5 * USEC_PER_MSEC)
+/* How long merge_worker_stop() waits for the thread by default. */
+#define MERGE_WORKER_STOP_USEC (2 * USEC_PER_SEC)
 
 struct MergeWorker {
         pthread_t thread;
         pthread_mutex_t lock;
-        pthread_cond_t cond;
+        pthread_cond_t cond;            /* CLOCK_MONOTONIC */
         MergeContext ctx;
+        /* The worker's own copies: a worker left behind at stop must not
+         * read what the manager frees after it (only proc_fd is used). */
+        Probe probe;
+        Root root;
+        _Atomic uint64_t give_up_usec;  /* set at stop: the running action gives up at once */
+        _Atomic uint64_t unmerge_deadline_usec; /* for the UnmergeOnExit= job */
         ProcessAction *pending;
         size_t n_pending;
-        bool have_pending, running, stopping;
+        bool have_pending, running, stopping, finished;
+        bool unmerge_requested, unmerge_done;
         MergeReport done;
         bool have_done;
         MergeLedger ledger;
 };
+
+static void cond_wait_until(MergeWorker *w, uint64_t until_usec) {
+        struct timespec ts = { .tv_sec = (time_t) (until_usec / USEC_PER_SEC),
+                               .tv_nsec = (long) (until_usec % USEC_PER_SEC) * 1000 };
+        (void) pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+}
+
+static void push_done_locked(MergeWorker *w, MergeReport *rep) {
+        if (merge_ledger_update(&w->ledger, rep) < 0)
+                log_oom();
+        for (size_t i = 0; i < rep->n; i++)
+                if (report_push(&w->done, &rep->outcomes[i]) < 0) {
+                        log_oom();
+                        break;
+                }
+        merge_report_done(rep);
+        w->have_done = true;
+}
+
+/* Runs a batch one action at a time, serving abandoned tracees in between;
+ * a stop (or an unmerge at stop) drops the rest of it: discovery plans it
+ * again. Called and returns with the lock held. */
+static void worker_run_batch_locked(MergeWorker *w, ProcessAction *a, size_t n) {
+        MergeContext ctx = w->ctx;
+        for (size_t i = 0; i < n && !w->stopping && !w->unmerge_requested; i++) {
+                pthread_mutex_unlock(&w->lock);
+                MergeReport rep = {};
+                (void) inject_poll_abandoned();
+                int r = merge_apply(&ctx, &a[i], 1, &rep);
+                if (r < 0)
+                        log_error_errno(r, "Merge actuator: %m");
+                pthread_mutex_lock(&w->lock);
+                push_done_locked(w, &rep);
+        }
+}
 
 static void *worker_main(void *userdata) {
         MergeWorker *w = userdata;
 
         pthread_mutex_lock(&w->lock);
         for (;;) {
-                while (!w->have_pending && !w->stopping)
-                        pthread_cond_wait(&w->cond, &w->lock);
-                if (!w->have_pending && w->stopping)
-                        break;
-                ProcessAction *a = TAKE_PTR(w->pending);
-                size_t n = w->n_pending;
-                MergeContext ctx = w->ctx;
-                w->n_pending = 0;
-                w->have_pending = false;
-                w->running = true;
                 pthread_mutex_unlock(&w->lock);
-
-                MergeReport rep = {};
-                int r = merge_apply(&ctx, a, n, &rep);
-                if (r < 0)
-                        log_error_errno(r, "Merge actuator: %m");
-                free(a);
-
+                size_t left = inject_poll_abandoned();
                 pthread_mutex_lock(&w->lock);
-                if (merge_ledger_update(&w->ledger, &rep) < 0)
-                        log_oom();
-                for (size_t i = 0; i < rep.n; i++)
-                        if (report_push(&w->done, &rep.outcomes[i]) < 0) {
-                                log_oom();
-                                break;
-                        }
-                merge_report_done(&rep);
-                w->have_done = true;
-                w->running = false;
-                pthread_cond_broadcast(&w->cond);
+
+                if (w->unmerge_requested) {
+                        MergeContext ctx = w->ctx;
+                        ctx.give_up_usec = &w->unmerge_deadline_usec;
+                        MergeReport rep = {};
+                        pthread_mutex_unlock(&w->lock);
+                        /* the ledger is this thread's alone until unmerge_done */
+                        int r = merge_ledger_unmerge(&ctx, &w->ledger, &rep);
+                        if (r < 0)
+                                log_error_errno(r, "Merge actuator: %m");
+                        pthread_mutex_lock(&w->lock);
+                        push_done_locked(w, &rep);
+                        w->unmerge_requested = false;
+                        w->unmerge_done = true;
+                        pthread_cond_broadcast(&w->cond);
+                        continue;
+                }
+                if (w->stopping)
+                        break;
+                if (w->have_pending) {
+                        ProcessAction *a = TAKE_PTR(w->pending);
+                        size_t n = w->n_pending;
+                        w->n_pending = 0;
+                        w->have_pending = false;
+                        w->running = true;
+                        worker_run_batch_locked(w, a, n);
+                        free(a);
+                        w->running = false;
+                        pthread_cond_broadcast(&w->cond);
+                        continue;
+                }
+                if (left > 0)
+                        cond_wait_until(w, now_usec(CLOCK_MONOTONIC) + ABANDONED_POLL_USEC);
+                else
+                        pthread_cond_wait(&w->cond, &w->lock);
         }
+        /* Threads still abandoned are detached by the kernel when this
+         * thread exits (the tracer is a thread), as safe as our own detach. */
+        w->finished = true;
+        pthread_cond_broadcast(&w->cond);
         pthread_mutex_unlock(&w->lock);
+        return NULL;
+}
+
+static MergeWorker *worker_free(MergeWorker *w) {
+        pthread_mutex_destroy(&w->lock);
+        pthread_cond_destroy(&w->cond);
+        safe_close(w->root.proc_fd);
+        free(w->pending);
+        merge_report_done(&w->done);
+        merge_ledger_done(&w->ledger);
+        free(w);
         return NULL;
 }
 
@@ -601,13 +678,31 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         if (!w)
                 return -ENOMEM;
         w->ctx = *c;
+        w->probe = *c->probe;
+        w->root = (Root) {
+                .proc_fd = fcntl(c->root->proc_fd, F_DUPFD_CLOEXEC, 3),
+                .sys_fd = -EBADF,
+                .ksm_fd = -EBADF,
+                .cgroup2_fd = -EBADF,
+                .tracefs_fd = -EBADF,
+        };
+        if (w->root.proc_fd < 0) {
+                int r = negative_errno();
+                free(w);
+                return r;
+        }
+        w->ctx.probe = &w->probe;
+        w->ctx.root = &w->root;
+        w->ctx.give_up_usec = &w->give_up_usec;
         pthread_mutex_init(&w->lock, NULL);
-        pthread_cond_init(&w->cond, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->cond, &ca);
+        pthread_condattr_destroy(&ca);
         int r = pthread_create(&w->thread, NULL, worker_main, w);
         if (r != 0) {
-                pthread_mutex_destroy(&w->lock);
-                pthread_cond_destroy(&w->cond);
-                free(w);
+                worker_free(w);
                 return -r;
         }
         (void) pthread_setname_np(w->thread, "ksm-merge");
@@ -646,9 +741,8 @@ bool merge_worker_busy(MergeWorker *w) {
         return b;
 }
 
-int merge_worker_take(MergeWorker *w, MergeReport *ret) {
+static int take_locked(MergeWorker *w, MergeReport *ret) {
         int r = 0;
-        pthread_mutex_lock(&w->lock);
         if (w->have_done) {
                 for (size_t i = 0; i < w->done.n && r >= 0; i++)
                         r = report_push(ret, &w->done.outcomes[i]);
@@ -657,6 +751,12 @@ int merge_worker_take(MergeWorker *w, MergeReport *ret) {
                 if (r >= 0)
                         r = 1;
         }
+        return r;
+}
+
+int merge_worker_take(MergeWorker *w, MergeReport *ret) {
+        pthread_mutex_lock(&w->lock);
+        int r = take_locked(w, ret);
         pthread_mutex_unlock(&w->lock);
         return r;
 }
@@ -668,36 +768,66 @@ void merge_worker_set_options(MergeWorker *w, bool dry_run, bool inject_seccomp)
         pthread_mutex_unlock(&w->lock);
 }
 
-static void wait_idle_locked(MergeWorker *w) {
-        while (w->running || w->have_pending)
-                pthread_cond_wait(&w->cond, &w->lock);
+/* From here on no wait on a target goes past deadline_usec. */
+static void give_up_at(_Atomic uint64_t *v, uint64_t deadline_usec) {
+        uint64_t cur = atomic_load(v);
+        if (cur == 0 || deadline_usec < cur)
+                atomic_store(v, deadline_usec);
 }
 
-int merge_worker_unmerge_all(MergeWorker *w, MergeReport *ret) {
+int merge_worker_unmerge_all(MergeWorker *w, uint64_t deadline_usec, MergeReport *ret) {
         MergeReport local = {};
+        int r = 0;
+
         pthread_mutex_lock(&w->lock);
-        wait_idle_locked(w);
-        /* The worker is idle and holds no tracee: this thread may ptrace. */
-        MergeContext ctx = w->ctx;
-        int r = merge_ledger_unmerge(&ctx, &w->ledger, ret ?: &local);
+        /* What waits is dropped, and the running action gives up on its
+         * target now: switching off what we switched on comes first. */
+        give_up_at(&w->give_up_usec, now_usec(CLOCK_MONOTONIC));
+        give_up_at(&w->unmerge_deadline_usec, deadline_usec);
+        free(TAKE_PTR(w->pending));
+        w->n_pending = 0;
+        w->have_pending = false;
+        w->unmerge_requested = true;
+        w->unmerge_done = false;
+        pthread_cond_broadcast(&w->cond);
+        while (!w->unmerge_done && !w->finished && now_usec(CLOCK_MONOTONIC) < deadline_usec)
+                cond_wait_until(w, deadline_usec);
+        if (!w->unmerge_done)
+                r = -ETIMEDOUT;
+        int k = take_locked(w, ret ?: &local);
         pthread_mutex_unlock(&w->lock);
         merge_report_done(&local);
-        return r;
+        return k < 0 ? k : r;
 }
 
-MergeWorker *merge_worker_stop(MergeWorker *w) {
+MergeWorker *merge_worker_stop_until(MergeWorker *w, uint64_t deadline_usec) {
         if (!w)
                 return NULL;
         pthread_mutex_lock(&w->lock);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        give_up_at(&w->give_up_usec, now);
+        give_up_at(&w->unmerge_deadline_usec, MIN(now, deadline_usec));
         w->stopping = true;
         pthread_cond_broadcast(&w->cond);
+        /* The worker's waits on targets end now; the deadline is for
+         * anything else it may be inside. Then it is left: stuck in the kernel
+         * (a read of a hung process's maps), it ends with the process, and
+         * the kernel detaches any tracee of it, which the signal frame
+         * written first makes safe (inject.h). */
+        uint64_t until = deadline_usec + 200 * USEC_PER_MSEC;
+        while (!w->finished && now_usec(CLOCK_MONOTONIC) < until)
+                cond_wait_until(w, until);
+        bool finished = w->finished;
         pthread_mutex_unlock(&w->lock);
+        if (!finished) {
+                log_warning("Merge actuator still busy past the stop deadline; leaving it to end with the process.");
+                (void) pthread_detach(w->thread);
+                return NULL; /* w stays: the thread still uses it */
+        }
         pthread_join(w->thread, NULL);
-        pthread_mutex_destroy(&w->lock);
-        pthread_cond_destroy(&w->cond);
-        free(w->pending);
-        merge_report_done(&w->done);
-        merge_ledger_done(&w->ledger);
-        free(w);
-        return NULL;
+        return worker_free(w);
+}
+
+MergeWorker *merge_worker_stop(MergeWorker *w) {
+        return merge_worker_stop_until(w, now_usec(CLOCK_MONOTONIC) + MERGE_WORKER_STOP_USEC);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "log.h"
@@ -30,6 +31,12 @@ static void note_outcome(const ProcessTable *t, DecisionLog *log, const MergeOut
                 strscpy(p->merge_outcome, sizeof p->merge_outcome, o->text);
                 p->merge_outcome_kind = (int) o->kind;
                 p->merge_outcome_usec = o->time_usec;
+                /* It did not stop (uninterruptible sleep) or its call did
+                 * not return: discovery's retry back-off (action_retry_usec,
+                 * 60 s) counts from this outcome, not from the planning, which
+                 * may be long before when the queue was held. */
+                if (o->error == ETIMEDOUT)
+                        p->action_planned_usec = o->time_usec;
         }
         /* Changes and refusals are decisions worth showing; "already" and
          * dry-run lines are not news. */
@@ -129,20 +136,26 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
                 log_oom();
 }
 
+/* The whole stop of the actuator, UnmergeOnExit= included: whatever the
+ * worker is waiting for (a target in uninterruptible sleep, a long injected
+ * call), the daemon exits within about this. */
+#define MERGE_STOP_USEC (2 * USEC_PER_SEC)
+
 void manager_merge_stop(Manager *m) {
         if (!m->merge)
                 return;
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + MERGE_STOP_USEC;
+        MergeReport r = {};
         if (m->config.unmerge_on_exit && !manager_dry_run(m)) {
-                MergeReport r = {};
                 log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
-                if (merge_worker_unmerge_all(m->merge, &r) < 0)
+                int k = merge_worker_unmerge_all(m->merge, deadline, &r);
+                if (k == -ETIMEDOUT)
+                        log_warning("UnmergeOnExit=yes: not finished within %" PRIu64 " ms; some processes may "
+                                    "still merge.", MERGE_STOP_USEC / USEC_PER_MSEC);
+                else if (k < 0)
                         log_oom();
-                take_outcomes(m, &r);
-        } else {
-                /* Only wait for a running batch: never leave a tracee behind. */
-                MergeReport r = {};
+        } else
                 (void) merge_worker_take(m->merge, &r);
-                merge_report_done(&r);
-        }
-        m->merge = merge_worker_stop(m->merge);
+        take_outcomes(m, &r);
+        m->merge = merge_worker_stop_until(m->merge, deadline);
 }

@@ -516,8 +516,10 @@ int manager_restore(Manager *m) {
 int manager_run(Manager *m) {
         int r = sd_event_loop(m->event);
         (void) sd_notify(false, "STOPPING=1");
-        manager_merge_stop(m);
+        /* Knobs first: they are what the daemon owes the host, and nothing
+         * the merge worker waits for (a target stuck in D) may delay them. */
         int k = manager_restore(m);
+        manager_merge_stop(m);
         if (r < 0)
                 return log_error_errno(r, "Event loop failed: %m");
         return k;

@@ -477,7 +477,7 @@ static void test_worker(void **state) {
         assert_int_equal(ksm_stat_of(w.pid).merge_any, 1);
         /* UnmergeOnExit=yes at stop: what the worker enabled is disabled. */
         merge_report_done(&r);
-        assert_int_equal(merge_worker_unmerge_all(wk, &r), 0);
+        assert_int_equal(merge_worker_unmerge_all(wk, now_usec(CLOCK_MONOTONIC) + 5 * USEC_PER_SEC, &r), 0);
         assert_int_equal(r.n, 1);
         assert_int_equal(r.outcomes[0].kind, MERGE_OUTCOME_DONE);
         assert_int_equal(ksm_stat_of(w.pid).merge_any, 0);
