@@ -233,6 +233,22 @@ GETTER(property_get_decisions_total) {
         return sd_bus_message_append(reply, "t", m->decisions.total);
 }
 
+GETTER(property_get_controller_phase) {
+        const Controller *c = manager_controller(userdata);
+        return sd_bus_message_append(reply, "s", c ? tune_mode_to_string(c->mode) : "");
+}
+
+GETTER(property_get_controller_reason) {
+        _cleanup_strv_free_ char **copies = NULL; /* it may quote a process's name */
+        const Controller *c = manager_controller(userdata);
+        return sd_bus_message_append(reply, "s", bus_str(&copies, c ? c->reason : ""));
+}
+
+GETTER(property_get_burst_allowance) {
+        const Controller *c = manager_controller(userdata);
+        return sd_bus_message_append(reply, "x", c ? (int64_t) (c->allowance_nsec / NSEC_PER_USEC) : INT64_C(0));
+}
+
 GETTER(property_get_ticks) {
         const Manager *m = userdata;
         return sd_bus_message_append(reply, "t", m->tick_count);
@@ -483,6 +499,11 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("LastDecisions", "a(tss)", property_get_last_decisions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("DecisionsTotal", "t", property_get_decisions_total, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Ticks", "t", property_get_ticks, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ControllerPhase", "s", property_get_controller_phase, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ControllerReason", "s", property_get_controller_reason, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("BurstAllowanceUSec", "x", property_get_burst_allowance, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Reload", "", "", method_reload, 0),
         SD_BUS_METHOD("Pause", "", "", method_pause, 0),
         SD_BUS_METHOD("Resume", "", "", method_resume, 0),

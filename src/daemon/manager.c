@@ -96,6 +96,10 @@ double manager_ksmd_cpu_fraction(const Manager *m) {
         return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
 }
 
+const Controller *manager_controller(const Manager *m) {
+        return m->tuner ? tuner_controller(m->tuner) : NULL;
+}
+
 static int ensure_runtime_dir(const Manager *m) {
         if (mkdir(m->config.runtime_dir, 0755) < 0 && errno != EEXIST)
                 return log_warning_errno(negative_errno(), "Cannot create runtime directory %s: %m",

@@ -136,6 +136,9 @@ uint64_t manager_managed_processes(const Manager *m);
 /* The model's figure (schedstat delta over the latest tick), one for the
  * bus and the metrics. */
 double manager_ksmd_cpu_fraction(const Manager *m);
+/* The tuning stage's controller (phase, allowance, reason); NULL before
+ * startup. */
+const Controller *manager_controller(const Manager *m);
 
 /* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
  * mode observe. */

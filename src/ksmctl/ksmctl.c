@@ -186,6 +186,8 @@ typedef struct Status {
         bool running;
         char *not_running_reason;
         char *version, *state, *mode, *kernel_release, *cgroup_layout, *config_path;
+        char *controller_phase, *controller_reason;
+        int64_t burst_allowance_usec;
         bool dry_run;
         uint64_t interval_usec, saved_bytes, ksmd_cpu_usec, ksmd_wait_samples, mem_total_bytes,
                 mem_available_bytes, decisions_total, ticks;
@@ -237,6 +239,8 @@ static void status_done(Status *s) {
         free(s->kernel_release);
         free(s->cgroup_layout);
         free(s->config_path);
+        free(s->controller_phase);
+        free(s->controller_reason);
         named_list_done(&s->features);
         named_list_done(&s->knobs);
         named_list_done(&s->counters);
@@ -351,6 +355,9 @@ static int read_property(sd_bus_message *m, const char *name, Status *s) {
                 F("KernelRelease", 's', kernel_release),
                 F("CgroupLayout", 's', cgroup_layout),
                 F("ConfigPath", 's', config_path),
+                F("ControllerPhase", 's', controller_phase),
+                F("ControllerReason", 's', controller_reason),
+                F("BurstAllowanceUSec", 'x', burst_allowance_usec),
                 F("DryRun", 'b', dry_run),
                 F("IntervalUSec", 't', interval_usec),
                 F("SavedBytes", 't', saved_bytes),
@@ -588,6 +595,7 @@ static void print_status(FILE *f, const Status *s) {
         fprintf(f, "%-12sCPU %s, blocked on mmap_lock %s, elsewhere %s (%" PRIu64 " samples), pid %d\n", "ksmd:",
                 format_percent(a, sizeof a, s->ksmd_cpu_fraction), format_percent(b, sizeof b, s->ksmd_blocked_fraction),
                 format_percent(c, sizeof c, s->ksmd_blocked_other_fraction), s->ksmd_wait_samples, (int) s->ksmd_pid);
+        print_controller(f, s->controller_phase, s->burst_allowance_usec, s->controller_reason);
         print_pairs(f, "Knobs:", &s->knobs, false);
         print_pairs(f, "Counters:", &s->counters, true);
         if (s->have_managed)
@@ -647,6 +655,12 @@ static void json_status(JsonWriter *w, const Status *s) {
                 json_kv_double(w, "blocked_mmap_lock_fraction", s->ksmd_blocked_fraction);
                 json_kv_double(w, "blocked_other_fraction", s->ksmd_blocked_other_fraction);
                 json_kv_u64(w, "wait_samples", s->ksmd_wait_samples);
+                json_end_object(w);
+                json_key(w, "controller");
+                json_begin_object(w);
+                json_kv_string(w, "phase", s->controller_phase);
+                json_kv_i64(w, "burst_allowance_usec", s->burst_allowance_usec);
+                json_kv_string(w, "reason", s->controller_reason);
                 json_end_object(w);
         }
 

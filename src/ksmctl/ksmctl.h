@@ -3,6 +3,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Exit statuses of ksmctl, documented in ksmctl(1). */
 enum {
@@ -35,3 +36,8 @@ typedef struct KsmctlVerb {
 /* ksmctl exec [--] CMD [ARGS...] (ksmctl-exec.c): returns only on failure,
  * with 2 (usage), 1, or 127/126 when CMD is not found or not executable. */
 int verb_exec(int argc, char **argv, const KsmctlOptions *o);
+
+/* ksmctl-views.c: the controller's line of status and top, "Controller:
+ * burst, allowance 12.3s left: 1.2 GiB newly mergeable"; nothing from a
+ * daemon that does not report its phase. */
+void print_controller(FILE *f, const char *phase, int64_t allowance_usec, const char *reason);

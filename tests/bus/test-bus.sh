@@ -129,7 +129,13 @@ prop Knobs | grep -q '"pages_to_scan" "[0-9]*"' || fail "Knobs: $(prop Knobs)"
 prop Counters | grep -q '"full_scans" [0-9]' || fail "Counters: $(prop Counters)"
 t1=$(prop Ticks | cut -d' ' -f2); sleep 0.7; t2=$(prop Ticks | cut -d' ' -f2)
 [ "$t2" -gt "$t1" ] || fail "Ticks does not advance ($t1 -> $t2)"
-ok "properties carry the system's figures (version, kernel, ksmd pid, memory, config, ticks)"
+prop ControllerPhase | grep -Eq '^s "(maintain|burst|decay|idle)"$' || fail "ControllerPhase $(prop ControllerPhase)"
+prop ControllerReason | grep -q '^s ".' || fail "ControllerReason is empty"
+# BurstAllowance=30s by default: the bucket holds at most that much ksmd CPU.
+allowance=$(prop BurstAllowanceUSec | sed -n 's/^x \(-\?[0-9]*\)$/\1/p')
+[ -n "$allowance" ] && [ "$allowance" -le 30000000 ] && [ "$allowance" -ge -30000000 ] ||
+        fail "BurstAllowanceUSec $(prop BurstAllowanceUSec)"
+ok "properties carry the system's figures (version, kernel, ksmd pid, memory, config, ticks, controller)"
 
 # --- 3b. The metrics file: written every tick, atomically, valid for promtool.
 wait_for 5 test -s "$tmp/metrics/ksmtuned2.prom" || fail "no metrics file"
@@ -140,6 +146,12 @@ for m in ksmtuned2_saved_bytes ksmtuned2_ksm_pages_sharing ksmtuned2_ksm_run ksm
 done
 grep -q '^ksmtuned2_info{version=".*",kernel="'"$(uname -r)"'",mode="auto"} 1$' "$tmp/metrics/ksmtuned2.prom" ||
         fail "metrics info line"
+# The phase as a state set: one sample per phase, exactly one of them 1.
+[ "$(grep -c '^ksmtuned2_controller_phase{phase="\(maintain\|burst\|decay\|idle\)"} [01]$' "$tmp/metrics/ksmtuned2.prom")" = 4 ] &&
+        [ "$(grep -c '^ksmtuned2_controller_phase{.*} 1$' "$tmp/metrics/ksmtuned2.prom")" = 1 ] ||
+        fail "metrics controller phase: $(grep controller_phase "$tmp/metrics/ksmtuned2.prom")"
+grep -q '^ksmtuned2_controller_burst_allowance_seconds -\?[0-9.]*$' "$tmp/metrics/ksmtuned2.prom" ||
+        fail "metrics file lacks the burst allowance"
 ticks() { awk '$1 == "ksmtuned2_ticks_total" { print $2 }' "$tmp/metrics/ksmtuned2.prom"; }
 m1=$(ticks); sleep 0.7; m2=$(ticks)
 [ "$m2" -gt "$m1" ] || fail "the metrics file is not rewritten every tick ($m1 -> $m2)"
@@ -238,6 +250,8 @@ grep -q "^ksmtuned2 .*: running, mode auto (dry run: nothing is written), every 
 grep -q "^Saved: .* ([0-9]* pages sharing); general profit" <<<"$out" || fail "status savings: $out"
 grep -q "^ksmd: .*CPU [0-9.]*%, blocked on mmap_lock [0-9.]*%, elsewhere [0-9.]*% ([0-9]* samples), pid $ksmd$" <<<"$out" ||
         fail "status ksmd line: $out"
+grep -Eq "^Controller: (maintain|burst|decay|idle), allowance ([0-9.]+(us|ms|s|min) left|overdrawn by .*|spent): .+$" <<<"$out" ||
+        fail "status controller line: $out"
 grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
 grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
@@ -255,6 +269,8 @@ assert d["ksmd"]["pid"] == int(sys.argv[2]) and 0 <= d["ksmd"]["cpu_fraction"] <
 assert isinstance(d["knobs"]["pages_to_scan"], int) and d["knobs"]["advisor_mode"] in ("none", "scan-time")
 assert isinstance(d["savings"]["saved_bytes"], int)
 assert d["kernel"]["features"]["ksm"] is True
+c = d["controller"]
+assert c["phase"] in ("maintain", "burst", "decay", "idle") and isinstance(c["burst_allowance_usec"], int) and c["reason"]
 admin = [x for x in d["decisions"] if x["kind"] == "admin"]
 assert admin[0]["text"].startswith("configuration reloaded"), admin
 assert any("mode auto (was tune-only)" in x["text"] for x in d["decisions"])
