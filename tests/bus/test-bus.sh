@@ -157,6 +157,15 @@ m1=$(ticks); sleep 0.7; m2=$(ticks)
 [ "$m2" -gt "$m1" ] || fail "the metrics file is not rewritten every tick ($m1 -> $m2)"
 ok "metrics file: replaced every tick, passes promtool check metrics"
 
+# --- 3c. History: an entry per tick, for anyone, from a given time on.
+history_count() { busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE History t "$1" | awk '{ print $2 }'; }
+h1=$(history_count 0); sleep 1; h2=$(history_count 0)
+[ "$h1" -ge 1 ] && [ "$h2" -ge $((h1 + 2)) ] || fail "History does not grow with the ticks ($h1 -> $h2)"
+as_nobody busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE History t 0 | grep -q '^a(ttustxddttdu) [1-9][0-9]* [0-9]* ' ||
+        fail "nobody cannot read History"
+[ "$(history_count $(( ($(date +%s) + 3600) * 1000000 )))" = 0 ] || fail "History since an hour from now is not empty"
+ok "History: grows with every tick ($h1 -> $h2 entries), readable by nobody, from since_usec on"
+
 # --- 4. Changes: refused to nobody with AccessDenied, state unchanged.
 for call in "Pause" "Resume" "Reload" "SetMode string:observe"; do
         out=$(as_nobody dbus-send --system --print-reply --dest=org.ksmtuned2 /org/ksmtuned2 $IFACE.$call 2>&1)
@@ -209,6 +218,7 @@ expect_error org.freedesktop.DBus.Error.InvalidArgs SetMode uint32:3
 expect_error org.freedesktop.DBus.Error.InvalidArgs SetMode
 expect_error org.freedesktop.DBus.Error.InvalidArgs Pause string:now
 expect_error org.freedesktop.DBus.Error.UnknownMethod Frobnicate
+expect_error org.freedesktop.DBus.Error.InvalidArgs History string:1h
 out=$(busctl set-property org.ksmtuned2 /org/ksmtuned2 $IFACE PagesToScan t 5000 2>&1) &&
         fail "a read-only property could be set"
 grep -q "is not writable" <<<"$out" || fail "setting a read-only property said: $out"
