@@ -79,6 +79,10 @@ typedef struct Controller {
         bool throttled;                 /* burst allowance spent */
 
         double allowance_nsec;          /* ksmd CPU left for bursts */
+        /* Why ksmd runs at the rate it does, in words: the why of the latest
+         * tuning decision ("1.2 GiB newly mergeable"), or of a step within a
+         * burst that is no decision of its own (decay, a refilled allowance). */
+        char reason[DECISION_TEXT_MAX];
         uint64_t last_tick_usec;        /* model tick already accounted */
 
         unsigned seen_entered;          /* ksm_enter events taken into account */

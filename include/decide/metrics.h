@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "controller.h"
 #include "savings.h"
 #include "snapshot.h"
 
@@ -19,6 +20,7 @@ typedef struct MetricsInput {
         bool paused;
         bool dry_run;
         double ksmd_cpu_ratio;          /* latest tick, of one CPU */
+        const Controller *controller;   /* NULL: no tuning stage */
         uint64_t managed_processes;
         uint64_t decisions_total;
         uint64_t ticks;

@@ -233,6 +233,22 @@ GETTER(property_get_decisions_total) {
         return sd_bus_message_append(reply, "t", m->decisions.total);
 }
 
+GETTER(property_get_controller_phase) {
+        const Controller *c = manager_controller(userdata);
+        return sd_bus_message_append(reply, "s", c ? tune_mode_to_string(c->mode) : "");
+}
+
+GETTER(property_get_controller_reason) {
+        _cleanup_strv_free_ char **copies = NULL; /* it may quote a process's name */
+        const Controller *c = manager_controller(userdata);
+        return sd_bus_message_append(reply, "s", bus_str(&copies, c ? c->reason : ""));
+}
+
+GETTER(property_get_burst_allowance) {
+        const Controller *c = manager_controller(userdata);
+        return sd_bus_message_append(reply, "x", c ? (int64_t) (c->allowance_nsec / NSEC_PER_USEC) : INT64_C(0));
+}
+
 GETTER(property_get_ticks) {
         const Manager *m = userdata;
         return sd_bus_message_append(reply, "t", m->tick_count);
@@ -451,6 +467,42 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
         return sd_bus_send(NULL, reply, NULL);
 }
 
+/* ---- history ---- */
+
+#define HISTORY_SAMPLE_TYPE "(ttustxddttdu)"
+
+/* The entries at or after since (CLOCK_REALTIME), oldest first. */
+static int append_history(sd_bus_message *reply, const History *h, uint64_t since) {
+        HistorySample s;
+        int r = sd_bus_message_open_container(reply, 'a', HISTORY_SAMPLE_TYPE);
+
+        for (size_t i = 0; r >= 0 && history_get(h, i, &s) >= 0; i++)
+                if (s.realtime_usec >= since)
+                        r = sd_bus_message_append(reply, HISTORY_SAMPLE_TYPE, s.realtime_usec, s.duration_usec,
+                                                  s.ticks, strempty(tune_mode_to_string(s.phase)), s.saved_bytes,
+                                                  s.general_profit_bytes, s.ksmd_cpu_fraction,
+                                                  s.ksmd_blocked_fraction, s.pages_to_scan, s.sleep_ms,
+                                                  s.scan_pages_per_sec, s.managed_processes);
+        return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+static int method_history(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        const Manager *m = userdata;
+        uint64_t since;
+        int r;
+
+        r = sd_bus_message_read(msg, "t", &since);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = append_history(reply, &m->history, since);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -483,6 +535,11 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("LastDecisions", "a(tss)", property_get_last_decisions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("DecisionsTotal", "t", property_get_decisions_total, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Ticks", "t", property_get_ticks, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ControllerPhase", "s", property_get_controller_phase, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("ControllerReason", "s", property_get_controller_reason, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("BurstAllowanceUSec", "x", property_get_burst_allowance, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Reload", "", "", method_reload, 0),
         SD_BUS_METHOD("Pause", "", "", method_pause, 0),
         SD_BUS_METHOD("Resume", "", "", method_resume, 0),
@@ -493,6 +550,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Explain", "u", SD_BUS_PARAM(pid), "a{sv}", SD_BUS_PARAM(facts), method_explain,
                                  SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("History", "t", SD_BUS_PARAM(since_usec), "a" HISTORY_SAMPLE_TYPE,
+                                 SD_BUS_PARAM(samples), method_history, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 

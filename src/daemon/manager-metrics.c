@@ -28,6 +28,7 @@ void manager_write_metrics(Manager *m) {
                 .paused = m->paused,
                 .dry_run = manager_dry_run(m),
                 .ksmd_cpu_ratio = manager_ksmd_cpu_fraction(m),
+                .controller = manager_controller(m),
                 .managed_processes = manager_managed_processes(m),
                 .decisions_total = m->decisions.total,
                 .ticks = m->tick_count,

@@ -10,6 +10,7 @@
 
 #include "log.h"
 #include "manager-bus.h"
+#include "manager-history.h"
 #include "manager-merge.h"
 #include "manager-metrics.h"
 #include "manager.h"
@@ -34,6 +35,8 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                 return log_oom();
         m->ksmd_pid = -1;
         m->dry_run_forced = o->dry_run;
+        if (history_init(&m->history, HISTORY_TICKS, HISTORY_MINUTES) < 0)
+                return log_oom();
         config_init_defaults(&m->config);
         m->config_path = strdup(o->config_path ? o->config_path : DEFAULT_CONFIG_PATH);
         if (!m->config_path || !m->config.policy_dirs)
@@ -76,6 +79,7 @@ Manager *manager_free(Manager *m) {
         knob_journal_done(&m->knobs);
         root_free(m->root);
         config_done(&m->config);
+        history_done(&m->history);
         free(m->config_path);
         free(m);
         return NULL;
@@ -94,6 +98,10 @@ uint64_t manager_managed_processes(const Manager *m) {
 
 double manager_ksmd_cpu_fraction(const Manager *m) {
         return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
+}
+
+const Controller *manager_controller(const Manager *m) {
+        return m->tuner ? tuner_controller(m->tuner) : NULL;
 }
 
 static int ensure_runtime_dir(const Manager *m) {
@@ -246,6 +254,7 @@ int manager_tick(Manager *m) {
         /* Policy actions and the controller's exclusions, as one batch. */
         manager_merge_submit(m, &actions, &plan);
 
+        manager_record_history(m);
         notify_status(m);
         manager_bus_emit_changes(m);
         manager_write_metrics(m);

@@ -9,6 +9,7 @@
 #include "conf.h"
 #include "decisions.h"
 #include "discovery.h"
+#include "history.h"
 #include "knobs.h"
 #include "ksmd.h"
 #include "merge.h"
@@ -68,6 +69,7 @@ typedef struct Manager {
         uint64_t dry_run_said[_KSM_KEY_MAX]; /* "would set" value logged per knob, to say it once */
         uint64_t dry_run_said_mask;
         DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
+        History history;                /* every tick's figures, bounded (manager-history.c) */
 
         /* Set by manager_set_paused()/manager_set_mode() (the bus's Pause,
          * Resume, SetMode), applied from the next tick.
@@ -136,6 +138,9 @@ uint64_t manager_managed_processes(const Manager *m);
 /* The model's figure (schedstat delta over the latest tick), one for the
  * bus and the metrics. */
 double manager_ksmd_cpu_fraction(const Manager *m);
+/* The tuning stage's controller (phase, allowance, reason); NULL before
+ * startup. */
+const Controller *manager_controller(const Manager *m);
 
 /* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
  * mode observe. */

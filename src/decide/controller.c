@@ -51,6 +51,16 @@ _printf_(3, 4) static void decide(ControllerDecisions *d, const char *kind, cons
         va_end(ap);
 }
 
+/* A tuning decision, "what: why", whose why is from now on the reason ksmd
+ * runs at its rate (Controller.reason). */
+_printf_(4, 5) static void because(Controller *c, ControllerDecisions *d, const char *what, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(c->reason, sizeof c->reason, fmt, ap);
+        va_end(ap);
+        decide(d, "tuning", "%s: %s", what, c->reason);
+}
+
 static const char *fmt_pages(char *buf, size_t n, const Model *m, uint64_t pages) {
         return format_bytes(buf, n, pages * m->page_size);
 }
@@ -62,6 +72,9 @@ void controller_init(Controller *c, const TuningConfig *cfg, uint64_t now_usec) 
                 .allowance_nsec = (double) cfg->burst_allowance_usec * NSEC_PER_USEC,
                 .run = true,
         };
+        char t[32];
+        snprintf(c->reason, sizeof c->reason, "a full scan every %s until new mergeable memory appears",
+                 format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
 }
 
 double controller_need(const Model *m, const TuningConfig *cfg) {
@@ -131,6 +144,29 @@ static void set_mode(Controller *c, TuneMode mode, uint64_t now) {
         c->mode = mode;
         c->mode_since_usec = now;
         c->throttled = false;
+}
+
+/* ksmd's CPU share while bursting: BurstCpu, halved by each full scan
+ * without new sharing in a decay. */
+static double burst_duty(const TuningConfig *cfg, TuneMode mode, uint64_t scans_without_gain) {
+        double duty = CLAMP(cfg->burst_cpu_percent / 100.0, 0.01, 0.99);
+        if (mode == TUNE_MODE_DECAY)
+                duty = ldexp(duty, -(int) MIN(scans_without_gain, UINT64_C(30)));
+        return duty;
+}
+
+/* Burst or decay, from the full scans without new sharing so far. */
+static void set_decay_step(Controller *c, const Model *m, const TuningConfig *cfg) {
+        TuneMode mode = m->scans_without_gain > 0 ? TUNE_MODE_DECAY : TUNE_MODE_BURST;
+        double percent = burst_duty(cfg, mode, m->scans_without_gain) * 100.0;
+
+        if (mode == TUNE_MODE_DECAY)
+                snprintf(c->reason, sizeof c->reason, "%" PRIu64 " full scan%s without new sharing: %.3g%% of a core",
+                         m->scans_without_gain, m->scans_without_gain == 1 ? "" : "s", percent);
+        else if (c->mode == TUNE_MODE_DECAY)
+                snprintf(c->reason, sizeof c->reason, "the last full scan found new sharing: %.3g%% of a core again",
+                         percent);
+        c->mode = mode;
 }
 
 static void account_allowance(Controller *c, const Model *m, const TuningConfig *cfg, double budget) {
@@ -297,12 +333,12 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                         c->stream_start_usec = m->entered_usec;
                 else if (m->entered_usec - c->stream_start_usec < ARRIVAL_MAX_HOLD_USEC) {
                         if (c->hold_until_usec <= now)
-                                decide(d, "tuning",
-                                       "holding the burst: pid %d (%s) entered KSM %s after the one before; "
-                                       "scanning once the arrivals pause (at most %s after the first)",
-                                       m->entered_pid, m->entered_comm,
-                                       format_timespan(a, sizeof a, m->entered_usec - c->last_enter_usec),
-                                       format_timespan(b, sizeof b, ARRIVAL_MAX_HOLD_USEC));
+                                because(c, d, "holding the burst",
+                                        "pid %d (%s) entered KSM %s after the one before; "
+                                        "scanning once the arrivals pause (at most %s after the first)",
+                                        m->entered_pid, m->entered_comm,
+                                        format_timespan(a, sizeof a, m->entered_usec - c->last_enter_usec),
+                                        format_timespan(b, sizeof b, ARRIVAL_MAX_HOLD_USEC));
                         c->hold_until_usec = MIN(m->entered_usec + ARRIVAL_HOLD_USEC,
                                                  c->stream_start_usec + ARRIVAL_MAX_HOLD_USEC);
                 }
@@ -314,12 +350,12 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
                         ; /* already bursting: the new memory is being scanned */
                 else if (entered && new_pages >= cfg->burst_min_new_pages)
-                        decide(d, "tuning", "burst: pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
-                               m->entered_comm, fmt_pages(a, sizeof a, m, new_pages));
+                        because(c, d, "burst", "pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
+                                m->entered_comm, fmt_pages(a, sizeof a, m, new_pages));
                 else if (entered)
-                        decide(d, "tuning", "burst: pid %d (%s) entered KSM", m->entered_pid, m->entered_comm);
+                        because(c, d, "burst", "pid %d (%s) entered KSM", m->entered_pid, m->entered_comm);
                 else
-                        decide(d, "tuning", "burst: %s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
+                        because(c, d, "burst", "%s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
                 c->seen_entered = m->entered_count;
                 c->seen_new_mergeable = m->new_mergeable_total;
                 if (c->mode == TUNE_MODE_DECAY)
@@ -329,9 +365,9 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         } else if ((c->mode == TUNE_MODE_MAINTAIN || c->mode == TUNE_MODE_IDLE) && m->scans_without_gain == 0 &&
                    m->last_gain_usec > c->mode_since_usec && m->last_scan_gain_pages >= (int64_t) m->min_gain_pages &&
                    now - c->backoff_usec >= REBURST_COOLDOWN_USEC) {
-                decide(d, "tuning", "burst: a %s scan found %s of new sharing",
-                       c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",
-                       fmt_pages(a, sizeof a, m, (uint64_t) m->last_scan_gain_pages));
+                because(c, d, "burst", "a %s scan found %s of new sharing",
+                        c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",
+                        fmt_pages(a, sizeof a, m, (uint64_t) m->last_scan_gain_pages));
                 set_mode(c, TUNE_MODE_BURST, now);
         } else if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY) {
                 bool empty = m->rmap_items == 0 && now - c->mode_since_usec >= EMPTY_BURST_USEC;
@@ -345,34 +381,35 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                                m->rmap_items > 0;
                 if (m->scans_without_gain >= cfg->backoff_full_scans || empty || settled) {
                         if (empty)
-                                decide(d, "tuning", "backing off: nothing left to scan");
+                                because(c, d, "backing off", "nothing left to scan");
                         else if (settled && m->scans_without_gain < cfg->backoff_full_scans)
-                                decide(d, "tuning",
-                                       "backing off: the last full scan left %s volatile and met no new memory "
-                                       "(saving %s); maintenance: a full scan of %s every %s",
-                                       fmt_pages(b, sizeof b, m, m->pages_volatile),
-                                       fmt_pages(e, sizeof e, m, m->pages_sharing),
-                                       fmt_pages(a, sizeof a, m, m->rmap_items),
-                                       format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
+                                because(c, d, "backing off",
+                                        "the last full scan left %s volatile and met no new memory "
+                                        "(saving %s); maintenance: a full scan of %s every %s",
+                                        fmt_pages(b, sizeof b, m, m->pages_volatile),
+                                        fmt_pages(e, sizeof e, m, m->pages_sharing),
+                                        fmt_pages(a, sizeof a, m, m->rmap_items),
+                                        format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
                         else
-                                decide(d, "tuning",
-                                       "backing off: %" PRIu64 " full scans without new sharing (saving %s); "
-                                       "maintenance: a full scan of %s every %s",
-                                       m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing),
-                                       fmt_pages(a, sizeof a, m, m->rmap_items),
-                                       format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
+                                because(c, d, "backing off",
+                                        "%" PRIu64 " full scans without new sharing (saving %s); "
+                                        "maintenance: a full scan of %s every %s",
+                                        m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing),
+                                        fmt_pages(a, sizeof a, m, m->rmap_items),
+                                        format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
                         set_mode(c, TUNE_MODE_MAINTAIN, now);
                 } else
                         /* Each full scan that finds nothing halves the rate;
                          * one that pays restores it. Neither resets the
-                         * burst's start. */
-                        c->mode = m->scans_without_gain > 0 ? TUNE_MODE_DECAY : TUNE_MODE_BURST;
+                         * burst's start, nor is a decision of its own; the
+                         * reason says it. */
+                        set_decay_step(c, m, cfg);
         }
         if (c->mode == TUNE_MODE_MAINTAIN && cfg->idle_after_usec > 0 &&
             now - MAX(m->last_gain_usec, c->mode_since_usec) >= cfg->idle_after_usec) {
-                decide(d, "tuning", "idle: no new sharing for %s%s",
-                       format_timespan(a, sizeof a, now - MAX(m->last_gain_usec, c->mode_since_usec)),
-                       cfg->idle_mode == IDLE_MODE_STOP ? ", stopping ksmd (run=0 keeps merged pages)" : "");
+                because(c, d, "idle", "no new sharing for %s%s",
+                        format_timespan(a, sizeof a, now - MAX(m->last_gain_usec, c->mode_since_usec)),
+                        cfg->idle_mode == IDLE_MODE_STOP ? ", stopping ksmd (run=0 keeps merged pages)" : "");
                 set_mode(c, TUNE_MODE_IDLE, now);
         }
 
@@ -380,11 +417,15 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         uint64_t p, sl;
         bool bursting = c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY;
         if (bursting && c->allowance_nsec <= 0 && !c->throttled) {
-                decide(d, "tuning", "burst throttled: allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
-                       format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
+                because(c, d, "burst throttled", "allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
+                        format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
                 c->throttled = true;
-        } else if (bursting && c->allowance_nsec > 0)
+        } else if (bursting && c->allowance_nsec > 0 && c->throttled) {
+                /* no decision: the knobs follow on their own */
+                snprintf(c->reason, sizeof c->reason, "the allowance refilled to %s: bursting again",
+                         format_timespan(a, sizeof a, (uint64_t) (c->allowance_nsec / NSEC_PER_USEC)));
                 c->throttled = false;
+        }
 
         bool holding = bursting && now < c->hold_until_usec;
         if (holding) {
@@ -396,9 +437,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                  * P*c, so d = P*c / (P*c + S). With P fixed, noise in the
                  * measured cost moves only a short sleep, not the batch. Each
                  * full scan without new sharing halves the share. */
-                double duty = CLAMP(cfg->burst_cpu_percent / 100.0, 0.01, 0.99);
-                if (c->mode == TUNE_MODE_DECAY)
-                        duty = ldexp(duty, -(int) MIN(m->scans_without_gain, UINT64_C(30)));
+                double duty = burst_duty(cfg, c->mode, m->scans_without_gain);
                 p = MAX(cfg->min_pages_to_scan, cfg->max_pages_to_scan);
                 double sleep_ms = (double) p * cpu / 1e6 * (1.0 - duty) / duty;
                 sl = (uint64_t) llround(CLAMP(sleep_ms, (double) MIN(cfg->min_sleep_ms, cfg->max_sleep_ms),
@@ -417,6 +456,9 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         /* --- hysteresis and rate limits --- */
         bool change = !c->have_knobs || c->mode != before || holding != c->held ||
                       (bursting && m->scans_without_gain != c->knob_step);
+        if (c->held && !holding && bursting && !c->throttled)
+                snprintf(c->reason, sizeof c->reason, "the arrivals paused: scanning at %.3g%% of a core",
+                         burst_duty(cfg, c->mode, m->scans_without_gain) * 100.0);
         c->held = holding;
         /* Within one step of a burst (same mode, same number of barren
          * scans) the batch is fixed and only the cost estimate moves the

@@ -56,6 +56,20 @@ static void ksm_value(FILE *f, const KsmState *k, KsmKey key, const char *name, 
         fprintf(f, "%s %" PRIu64 "\n", name, k->value[key]);
 }
 
+/* The phase as a state set (a sample per phase, 1 for the current one) and
+ * the burst allowance. */
+static void controller_metrics(FILE *f, const Controller *c) {
+        if (!c)
+                return;
+        family(f, "ksmtuned2_controller_phase", "gauge",
+               "The controller's phase: 1 for the current one, 0 for the others.");
+        for (TuneMode p = 0; p < _TUNE_MODE_MAX; p++)
+                fprintf(f, "ksmtuned2_controller_phase{phase=\"%s\"} %d\n", tune_mode_to_string(p), c->mode == p);
+        family(f, "ksmtuned2_controller_burst_allowance_seconds", "gauge",
+               "ksmd CPU time left for bursts, refilled at the CPU budget; negative when overdrawn.");
+        fprintf(f, "ksmtuned2_controller_burst_allowance_seconds %.3f\n", c->allowance_nsec / 1e9);
+}
+
 /* One labelled sample per cgroup; label strings are escaped once by the caller. */
 typedef struct Labels {
         char *cgroup, *unit, *vm;
@@ -118,6 +132,7 @@ int metrics_format(const MetricsInput *in, char **ret) {
                         family(f, "ksmtuned2_ksm_sleep_seconds", "gauge", "The sleep_millisecs knob, in seconds.");
                         fprintf(f, "ksmtuned2_ksm_sleep_seconds %.3f\n", (double) k->value[KSM_SLEEP_MILLISECS] / 1000.0);
                 }
+                controller_metrics(f, in->controller);
                 if (s->ksmd_present) {
                         family(f, "ksmtuned2_ksmd_cpu_seconds_total", "counter", "CPU time ksmd used since boot.");
                         fprintf(f, "ksmtuned2_ksmd_cpu_seconds_total %.6f\n", (double) s->ksmd.cpu_ns / 1e9);

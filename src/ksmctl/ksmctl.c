@@ -33,6 +33,8 @@ static void help(void) {
                "  list [--cgroups|--all] Processes (or cgroups/VMs/units), largest savings first\n"
                "  explain PID          Why the daemon treats PID as it does\n"
                "  monitor              Status, refreshed live until Ctrl-C\n"
+               "  top                  Savings per VM, unit and cgroup, with changes, live\n"
+               "  history              Savings and ksmd CPU over the last hours, as a chart\n"
                "  reload               Re-read the configuration and policies (root)\n"
                "  pause                Stop changing knobs and processes (root)\n"
                "  resume               Undo pause (root)\n"
@@ -45,7 +47,9 @@ static void help(void) {
                "     --json            JSON output for read commands\n"
                "     --cgroups         With list: one line per cgroup, VM or unit\n"
                "     --all             With list: every process, not only those KSM concerns\n"
-               "     --interval=TIME   With monitor: refresh period (default 2s)\n",
+               "     --interval=TIME   With monitor and top: refresh period (default 2s)\n"
+               "  -n --iterations=N    With top: N frames, then exit\n"
+               "     --since=TIME      With history: this long back (default: all it keeps)\n",
                program_invocation_short_name);
 }
 
@@ -71,7 +75,7 @@ static bool error_means_not_running(const sd_bus_error *e) {
 
 /* Says what went wrong in the words of the daemon (its error message), and
  * returns the exit status documented for it. */
-static int exit_for_error(const sd_bus_error *e, int r, const char *what) {
+int exit_for_error(const sd_bus_error *e, int r, const char *what) {
         if (sd_bus_error_is_set(e)) {
                 if (error_means_not_running(e)) {
                         log_error("ksmtuned2 is not running: %s", e->message ?: e->name);
@@ -94,7 +98,7 @@ static int exit_for_error(const sd_bus_error *e, int r, const char *what) {
 
 /* 0, or an exit status after having said why there is no bus. quiet: the
  * caller reports "not running" itself (status, monitor). */
-static int bus_open(sd_bus **ret, sd_bus_error *error) {
+int bus_open(sd_bus **ret, sd_bus_error *error) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         int r = sd_bus_open_system(&bus);
         if (r < 0) {
@@ -107,8 +111,8 @@ static int bus_open(sd_bus **ret, sd_bus_error *error) {
 
 /* A method call that never starts the daemon through bus activation:
  * status must tell whether it runs, and a pause must not start one. */
-static int bus_call(sd_bus *bus, const char *interface, const char *member, sd_bus_error *error,
-                    sd_bus_message **ret_reply, const char *types, ...) {
+int bus_call(sd_bus *bus, const char *interface, const char *member, sd_bus_error *error,
+             sd_bus_message **ret_reply, const char *types, ...) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         va_list ap;
         int r;
@@ -186,6 +190,8 @@ typedef struct Status {
         bool running;
         char *not_running_reason;
         char *version, *state, *mode, *kernel_release, *cgroup_layout, *config_path;
+        char *controller_phase, *controller_reason;
+        int64_t burst_allowance_usec;
         bool dry_run;
         uint64_t interval_usec, saved_bytes, ksmd_cpu_usec, ksmd_wait_samples, mem_total_bytes,
                 mem_available_bytes, decisions_total, ticks;
@@ -237,6 +243,8 @@ static void status_done(Status *s) {
         free(s->kernel_release);
         free(s->cgroup_layout);
         free(s->config_path);
+        free(s->controller_phase);
+        free(s->controller_reason);
         named_list_done(&s->features);
         named_list_done(&s->knobs);
         named_list_done(&s->counters);
@@ -338,7 +346,8 @@ static int read_decisions(sd_bus_message *m, Status *s) {
 
 /* One property of GetAll's reply, the reader positioned at its variant.
  * Unknown properties (a newer daemon) are skipped. */
-static int read_property(sd_bus_message *m, const char *name, Status *s) {
+static int read_property(sd_bus_message *m, const char *name, void *userdata) {
+        Status *s = userdata;
         static const struct {
                 const char *name;
                 char type;
@@ -351,6 +360,9 @@ static int read_property(sd_bus_message *m, const char *name, Status *s) {
                 F("KernelRelease", 's', kernel_release),
                 F("CgroupLayout", 's', cgroup_layout),
                 F("ConfigPath", 's', config_path),
+                F("ControllerPhase", 's', controller_phase),
+                F("ControllerReason", 's', controller_reason),
+                F("BurstAllowanceUSec", 'x', burst_allowance_usec),
                 F("DryRun", 'b', dry_run),
                 F("IntervalUSec", 't', interval_usec),
                 F("SavedBytes", 't', saved_bytes),
@@ -401,7 +413,8 @@ static int read_property(sd_bus_message *m, const char *name, Status *s) {
         return sd_bus_message_skip(m, "v");
 }
 
-static int status_parse(sd_bus_message *reply, Status *s) {
+int properties_parse(sd_bus_message *reply, int (*read_one)(sd_bus_message *m, const char *name, void *userdata),
+                     void *userdata) {
         int r = sd_bus_message_enter_container(reply, 'a', "{sv}");
         if (r < 0)
                 return r;
@@ -410,7 +423,7 @@ static int status_parse(sd_bus_message *reply, Status *s) {
                 r = sd_bus_message_read(reply, "s", &name);
                 if (r < 0)
                         return r;
-                r = read_property(reply, name, s);
+                r = read_one(reply, name, userdata);
                 if (r < 0)
                         return r;
                 r = sd_bus_message_exit_container(reply);
@@ -419,8 +432,15 @@ static int status_parse(sd_bus_message *reply, Status *s) {
         }
         if (r < 0)
                 return r;
-        s->running = true;
         return sd_bus_message_exit_container(reply);
+}
+
+static int status_parse(sd_bus_message *reply, Status *s) {
+        int r = properties_parse(reply, read_property, s);
+        if (r < 0)
+                return r;
+        s->running = true;
+        return 0;
 }
 
 /* The kernel's own view, for when the daemon does not answer. */
@@ -499,7 +519,7 @@ static const char *format_percent(char *buf, size_t n, double f) {
         return buf;
 }
 
-static const char *format_realtime(char *buf, size_t n, uint64_t usec) {
+const char *format_realtime(char *buf, size_t n, uint64_t usec) {
         time_t t = (time_t) (usec / USEC_PER_SEC);
         struct tm tm;
         if (!localtime_r(&t, &tm) || strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm) == 0)
@@ -588,6 +608,7 @@ static void print_status(FILE *f, const Status *s) {
         fprintf(f, "%-12sCPU %s, blocked on mmap_lock %s, elsewhere %s (%" PRIu64 " samples), pid %d\n", "ksmd:",
                 format_percent(a, sizeof a, s->ksmd_cpu_fraction), format_percent(b, sizeof b, s->ksmd_blocked_fraction),
                 format_percent(c, sizeof c, s->ksmd_blocked_other_fraction), s->ksmd_wait_samples, (int) s->ksmd_pid);
+        print_controller(f, s->controller_phase, s->burst_allowance_usec, s->controller_reason);
         print_pairs(f, "Knobs:", &s->knobs, false);
         print_pairs(f, "Counters:", &s->counters, true);
         if (s->have_managed)
@@ -648,6 +669,7 @@ static void json_status(JsonWriter *w, const Status *s) {
                 json_kv_double(w, "blocked_other_fraction", s->ksmd_blocked_other_fraction);
                 json_kv_u64(w, "wait_samples", s->ksmd_wait_samples);
                 json_end_object(w);
+                json_controller(w, s->controller_phase, s->burst_allowance_usec, s->controller_reason);
         }
 
         json_key(w, "knobs");
@@ -720,7 +742,7 @@ static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
 
 /* ---- list, explain ---- */
 
-static const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
+const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
         if (v >= 0)
                 return format_bytes(buf, n, (uint64_t) v);
         buf[0] = '-';
@@ -1161,6 +1183,8 @@ static const KsmctlVerb verbs[] = {
         { "list", 0, 0, verb_list, .options = true },
         { "explain", 1, 1, verb_explain, .options = true },
         { "monitor", 0, 0, verb_monitor, .options = true },
+        { "top", 0, 0, verb_top, .options = true },
+        { "history", 0, 0, verb_history, .options = true },
         { "reload", 0, 0, verb_reload, .options = true },
         { "pause", 0, 0, verb_pause, .options = true },
         { "resume", 0, 0, verb_resume, .options = true },
@@ -1168,7 +1192,7 @@ static const KsmctlVerb verbs[] = {
         { "exec", 0, -1, verb_exec, .options = false },
 };
 
-enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL };
+enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL, ARG_SINCE };
 static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
@@ -1176,6 +1200,8 @@ static const struct option options[] = {
         { "cgroups", no_argument, NULL, ARG_CGROUPS },
         { "all", no_argument, NULL, ARG_ALL },
         { "interval", required_argument, NULL, ARG_INTERVAL },
+        { "iterations", required_argument, NULL, 'n' },
+        { "since", required_argument, NULL, ARG_SINCE },
         {},
 };
 
@@ -1205,6 +1231,18 @@ static int parse_options(int argc, char **argv, const char *optstring, KsmctlOpt
                                 return KSMCTL_EXIT_USAGE;
                         }
                         break;
+                case 'n':
+                        if (safe_atou(optarg, &o->iterations) < 0 || o->iterations == 0) {
+                                log_error("Bad --iterations=%s: a number of frames, at least 1.", optarg);
+                                return KSMCTL_EXIT_USAGE;
+                        }
+                        break;
+                case ARG_SINCE:
+                        if (parse_timespan_usec(optarg, &o->since_usec) < 0 || o->since_usec == 0) {
+                                log_error("Bad --since=%s: a time span back from now (3h, 30min).", optarg);
+                                return KSMCTL_EXIT_USAGE;
+                        }
+                        break;
                 default:
                         return KSMCTL_EXIT_USAGE;
                 }
@@ -1217,7 +1255,7 @@ int main(int argc, char *argv[]) {
 
         log_set_target(LOG_TARGET_STDERR);
         /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
-        r = parse_options(argc, argv, "+h", &o);
+        r = parse_options(argc, argv, "+hn:", &o);
         if (r >= 0)
                 return r;
         if (optind >= argc) {
@@ -1235,7 +1273,7 @@ int main(int argc, char *argv[]) {
                 if (v->options) {
                         /* Options may follow the verb ("list --cgroups", "explain 42 --json"). */
                         optind = 0;
-                        r = parse_options(vargc, vargv, "h", &o);
+                        r = parse_options(vargc, vargv, "hn:", &o);
                         if (r >= 0)
                                 return r;
                         /* getopt moved the operands behind the options. */
@@ -1250,6 +1288,10 @@ int main(int argc, char *argv[]) {
                 }
                 if ((o.cgroups || o.all) && !streq(v->name, "list")) {
                         log_error("--cgroups and --all only apply to \"list\".");
+                        return KSMCTL_EXIT_USAGE;
+                }
+                if ((o.iterations && !streq(v->name, "top")) || (o.since_usec && !streq(v->name, "history"))) {
+                        log_error("--iterations only applies to \"top\", --since only to \"history\".");
                         return KSMCTL_EXIT_USAGE;
                 }
                 return v->run(vargc, vargv, &o);

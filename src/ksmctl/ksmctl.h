@@ -3,6 +3,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+
+#include <systemd/sd-bus.h>
+
+#include "json.h"
 
 /* Exit statuses of ksmctl, documented in ksmctl(1). */
 enum {
@@ -18,7 +23,9 @@ typedef struct KsmctlOptions {
         bool json;
         bool cgroups;                   /* list --cgroups */
         bool all;                       /* list --all */
-        uint64_t interval_usec;         /* monitor --interval= */
+        uint64_t interval_usec;         /* monitor, top --interval= */
+        unsigned iterations;            /* top -n/--iterations=, 0: until Ctrl-C */
+        uint64_t since_usec;            /* history --since=, 0: all it keeps */
 } KsmctlOptions;
 
 /* A verb gets argv starting at its own name; max_args -1 means unbounded.
@@ -35,3 +42,29 @@ typedef struct KsmctlVerb {
 /* ksmctl exec [--] CMD [ARGS...] (ksmctl-exec.c): returns only on failure,
  * with 2 (usage), 1, or 127/126 when CMD is not found or not executable. */
 int verb_exec(int argc, char **argv, const KsmctlOptions *o);
+
+/* ksmctl.c, for the verbs of the other files. The daemon over the bus:
+ * bus_open() fills error when there is no bus; bus_call() never starts the
+ * daemon through bus activation; exit_for_error() says what went wrong and
+ * returns the exit status for it. properties_parse() hands each property
+ * of a GetAll reply to read_one, which must read or skip its variant. */
+int bus_open(sd_bus **ret, sd_bus_error *error);
+int bus_call(sd_bus *bus, const char *interface, const char *member, sd_bus_error *error,
+             sd_bus_message **ret_reply, const char *types, ...);
+int exit_for_error(const sd_bus_error *e, int r, const char *what);
+int properties_parse(sd_bus_message *reply, int (*read_one)(sd_bus_message *m, const char *name, void *userdata),
+                     void *userdata);
+const char *format_realtime(char *buf, size_t n, uint64_t usec);
+const char *format_signed_bytes(char *buf, size_t n, int64_t v);
+
+/* ksmctl-views.c: ksmctl top (-n, --interval, --json) and ksmctl history
+ * (--since, --json). */
+int verb_top(int argc, char **argv, const KsmctlOptions *o);
+int verb_history(int argc, char **argv, const KsmctlOptions *o);
+
+/* ksmctl-views.c: the controller's line of status and top, "Controller:
+ * burst, allowance 12.3s left: 1.2 GiB newly mergeable"; nothing from a
+ * daemon that does not report its phase. */
+void print_controller(FILE *f, const char *phase, int64_t allowance_usec, const char *reason);
+/* ... and its "controller" object of --json: phase, burst_allowance_usec, reason. */
+void json_controller(JsonWriter *w, const char *phase, int64_t allowance_usec, const char *reason);

@@ -129,7 +129,13 @@ prop Knobs | grep -q '"pages_to_scan" "[0-9]*"' || fail "Knobs: $(prop Knobs)"
 prop Counters | grep -q '"full_scans" [0-9]' || fail "Counters: $(prop Counters)"
 t1=$(prop Ticks | cut -d' ' -f2); sleep 0.7; t2=$(prop Ticks | cut -d' ' -f2)
 [ "$t2" -gt "$t1" ] || fail "Ticks does not advance ($t1 -> $t2)"
-ok "properties carry the system's figures (version, kernel, ksmd pid, memory, config, ticks)"
+prop ControllerPhase | grep -Eq '^s "(maintain|burst|decay|idle)"$' || fail "ControllerPhase $(prop ControllerPhase)"
+prop ControllerReason | grep -q '^s ".' || fail "ControllerReason is empty"
+# BurstAllowance=30s by default: the bucket holds at most that much ksmd CPU.
+allowance=$(prop BurstAllowanceUSec | sed -n 's/^x \(-\?[0-9]*\)$/\1/p')
+[ -n "$allowance" ] && [ "$allowance" -le 30000000 ] && [ "$allowance" -ge -30000000 ] ||
+        fail "BurstAllowanceUSec $(prop BurstAllowanceUSec)"
+ok "properties carry the system's figures (version, kernel, ksmd pid, memory, config, ticks, controller)"
 
 # --- 3b. The metrics file: written every tick, atomically, valid for promtool.
 wait_for 5 test -s "$tmp/metrics/ksmtuned2.prom" || fail "no metrics file"
@@ -140,10 +146,25 @@ for m in ksmtuned2_saved_bytes ksmtuned2_ksm_pages_sharing ksmtuned2_ksm_run ksm
 done
 grep -q '^ksmtuned2_info{version=".*",kernel="'"$(uname -r)"'",mode="auto"} 1$' "$tmp/metrics/ksmtuned2.prom" ||
         fail "metrics info line"
+# The phase as a state set: one sample per phase, exactly one of them 1.
+[ "$(grep -c '^ksmtuned2_controller_phase{phase="\(maintain\|burst\|decay\|idle\)"} [01]$' "$tmp/metrics/ksmtuned2.prom")" = 4 ] &&
+        [ "$(grep -c '^ksmtuned2_controller_phase{.*} 1$' "$tmp/metrics/ksmtuned2.prom")" = 1 ] ||
+        fail "metrics controller phase: $(grep controller_phase "$tmp/metrics/ksmtuned2.prom")"
+grep -q '^ksmtuned2_controller_burst_allowance_seconds -\?[0-9.]*$' "$tmp/metrics/ksmtuned2.prom" ||
+        fail "metrics file lacks the burst allowance"
 ticks() { awk '$1 == "ksmtuned2_ticks_total" { print $2 }' "$tmp/metrics/ksmtuned2.prom"; }
 m1=$(ticks); sleep 0.7; m2=$(ticks)
 [ "$m2" -gt "$m1" ] || fail "the metrics file is not rewritten every tick ($m1 -> $m2)"
 ok "metrics file: replaced every tick, passes promtool check metrics"
+
+# --- 3c. History: an entry per tick, for anyone, from a given time on.
+history_count() { busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE History t "$1" | awk '{ print $2 }'; }
+h1=$(history_count 0); sleep 1; h2=$(history_count 0)
+[ "$h1" -ge 1 ] && [ "$h2" -ge $((h1 + 2)) ] || fail "History does not grow with the ticks ($h1 -> $h2)"
+as_nobody busctl call org.ksmtuned2 /org/ksmtuned2 $IFACE History t 0 | grep -q '^a(ttustxddttdu) [1-9][0-9]* [0-9]* ' ||
+        fail "nobody cannot read History"
+[ "$(history_count $(( ($(date +%s) + 3600) * 1000000 )))" = 0 ] || fail "History since an hour from now is not empty"
+ok "History: grows with every tick ($h1 -> $h2 entries), readable by nobody, from since_usec on"
 
 # --- 4. Changes: refused to nobody with AccessDenied, state unchanged.
 for call in "Pause" "Resume" "Reload" "SetMode string:observe"; do
@@ -197,6 +218,7 @@ expect_error org.freedesktop.DBus.Error.InvalidArgs SetMode uint32:3
 expect_error org.freedesktop.DBus.Error.InvalidArgs SetMode
 expect_error org.freedesktop.DBus.Error.InvalidArgs Pause string:now
 expect_error org.freedesktop.DBus.Error.UnknownMethod Frobnicate
+expect_error org.freedesktop.DBus.Error.InvalidArgs History string:1h
 out=$(busctl set-property org.ksmtuned2 /org/ksmtuned2 $IFACE PagesToScan t 5000 2>&1) &&
         fail "a read-only property could be set"
 grep -q "is not writable" <<<"$out" || fail "setting a read-only property said: $out"
@@ -238,6 +260,8 @@ grep -q "^ksmtuned2 .*: running, mode auto (dry run: nothing is written), every 
 grep -q "^Saved: .* ([0-9]* pages sharing); general profit" <<<"$out" || fail "status savings: $out"
 grep -q "^ksmd: .*CPU [0-9.]*%, blocked on mmap_lock [0-9.]*%, elsewhere [0-9.]*% ([0-9]* samples), pid $ksmd$" <<<"$out" ||
         fail "status ksmd line: $out"
+grep -Eq "^Controller: (maintain|burst|decay|idle), allowance ([0-9.]+(us|ms|s|min) left|overdrawn by .*|spent): .+$" <<<"$out" ||
+        fail "status controller line: $out"
 grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
 grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
@@ -255,6 +279,8 @@ assert d["ksmd"]["pid"] == int(sys.argv[2]) and 0 <= d["ksmd"]["cpu_fraction"] <
 assert isinstance(d["knobs"]["pages_to_scan"], int) and d["knobs"]["advisor_mode"] in ("none", "scan-time")
 assert isinstance(d["savings"]["saved_bytes"], int)
 assert d["kernel"]["features"]["ksm"] is True
+c = d["controller"]
+assert c["phase"] in ("maintain", "burst", "decay", "idle") and isinstance(c["burst_allowance_usec"], int) and c["reason"]
 admin = [x for x in d["decisions"] if x["kind"] == "admin"]
 assert admin[0]["text"].startswith("configuration reloaded"), admin
 assert any("mode auto (was tune-only)" in x["text"] for x in d["decisions"])
@@ -383,6 +409,98 @@ wait_for 5 sh -c "'$KSMCTL' explain $wl_pid | grep -q '^  verdict: dont-merge'" 
 "$KSMCTL" explain $wl_pid | grep -q "^  policy:  $tmp/policy.d/40-never.policy:1$" || fail "explain after reload: $("$KSMCTL" explain $wl_pid)"
 rm "$tmp/policy.d/40-never.policy"; "$KSMCTL" reload || fail "ksmctl reload"
 ok "ksmctl list (--all, --json), list --cgroups (--json), explain (--json, missing pid exit 5), as nobody too; hostile names escaped; reload reclassifies"
+
+# --- 8c. top and history, as a user reads them.
+out=$(as_nobody "$KSMCTL" top -n 2 --interval=300ms); rc=$?
+[ $rc = 0 ] || fail "ksmctl top -n 2 exited $rc: $out"
+[ "$(grep -c '^ksmtuned2 top, [0-9:]*, every 300ms' <<<"$out")" = 2 ] || fail "ksmctl top -n 2 did not draw 2 frames: $out"
+! grep -q $'\033' <<<"$out" || fail "ksmctl top wrote an escape sequence to a pipe"
+frame1=$(awk '/^ksmtuned2 top/ { n++ } n == 1' <<<"$out")
+frame2=$(awk '/^ksmtuned2 top/ { n++ } n == 2' <<<"$out")
+for f in "$frame1" "$frame2"; do
+        grep -q "^Saved: *[0-9.]* [KMGTP]\?i\?B.*; general profit " <<<"$f" || fail "top: savings line: $f"
+        grep -q "^ksmd: *CPU [0-9.]*% now; [0-9.]*[a-z]* since boot" <<<"$f" || fail "top: ksmd line: $f"
+        grep -q "^Controller: " <<<"$f" || fail "top: controller line: $f"
+        grep -q "^ *MERGED  *DELTA  *PROFIT  *DELTA  *PROCS  *VM/UNIT  *CGROUP$" <<<"$f" || fail "top: column header: $f"
+done
+# The test workload's cgroup: no change to show on the first frame, a change
+# (of 0 B, it merges nothing) on the second.
+row() { awk -v cg=" $mycg" 'length($0) >= length(cg) && substr($0, length($0) - length(cg) + 1) == cg'; }
+row <<<"$frame1" | grep -Eq '^ *[0-9.]+ [KMGTP]?i?B +- +-?[0-9.]+ [KMGTP]?i?B +- +[1-9][0-9]*  ' ||
+        fail "top: first frame's line for $mycg: $frame1"
+row <<<"$frame2" | grep -Eq '^ *[0-9.]+ [KMGTP]?i?B +[+-]?[0-9.]+ [KMGTP]?i?B +-?[0-9.]+ [KMGTP]?i?B +[+-]?[0-9.]+ [KMGTP]?i?B +[1-9][0-9]*  ' ||
+        fail "top: second frame's line for $mycg: $frame2"
+grep -q "^Saved: .* ([+-]\?[0-9.]* [KMGTP]\?i\?B); general profit .* ([+-]\?[0-9.]* [KMGTP]\?i\?B)$" <<<"$frame2" ||
+        fail "top: the second frame's header has no changes: $frame2"
+"$KSMCTL" top -n 2 --interval=300ms --json | python3 -c '
+import json, sys
+frames = [json.loads(l) for l in sys.stdin]
+assert len(frames) == 2, frames
+for f in frames:
+    assert isinstance(f["saved_bytes"], int) and isinstance(f["ksmd_cpu_usec"], int) and f["controller"]["phase"]
+    sizes = [c["merging_bytes"] for c in f["cgroups"]]
+    assert sizes == sorted(sizes, reverse=True), "not largest first"
+mine = lambda f: [c for c in f["cgroups"] if "/" + c["cgroup"] == sys.argv[1]][0]
+assert mine(frames[0])["merging_bytes_delta"] is None and mine(frames[0])["profit_bytes_delta"] is None
+assert isinstance(mine(frames[1])["merging_bytes_delta"], int) and mine(frames[1])["processes"] >= 1
+' "$mycg" || fail "ksmctl top --json"
+# Ctrl-C ends it with 0, on a terminal too, where each frame clears the screen.
+"$KSMCTL" top --interval=200ms > "$tmp/top.txt" & topp=$!
+sleep 1; kill -INT $topp; wait $topp; rc=$?
+[ $rc = 0 ] && [ "$(grep -c '^ksmtuned2 top' "$tmp/top.txt")" -ge 2 ] || fail "ksmctl top on SIGINT: rc=$rc"
+if command -v script >/dev/null; then
+        script -qec "timeout --preserve-status -s INT 1.5 '$KSMCTL' top --interval=200ms" "$tmp/tty" >/dev/null; rc=$?
+        [ $rc = 0 ] && [ "$(grep -o $'\033\[2J' "$tmp/tty" | wc -l)" -ge 3 ] || fail "ksmctl top on a terminal: rc=$rc"
+fi
+
+out=$(as_nobody env COLUMNS=100 "$KSMCTL" history); rc=$?
+[ $rc = 0 ] || fail "ksmctl history exited $rc: $out"
+grep -q "^Memory saved (pages_sharing)$" <<<"$out" && grep -q "^ksmd CPU (of one core)$" <<<"$out" ||
+        fail "history: chart titles: $out"
+# two charts of 8 rows, each with its time axis, and every line of them as
+# wide as the terminal
+[ "$(grep -Ec '^.{10} \|' <<<"$out")" = 16 ] && [ "$(grep -Ec '^ {10} \+-' <<<"$out")" = 2 ] ||
+        fail "history: not two charts of 8 rows: $out"
+[ "$(grep -E '^.{10} [|+]' <<<"$out" | awk 'length($0) != 100' | wc -l)" = 0 ] || fail "history: not 100 columns wide: $out"
+grep -q '^ *[0-9.]* [KMGTP]\?i\?B |' <<<"$out" && grep -q '^ *[0-9.]*% |' <<<"$out" || fail "history: axis labels: $out"
+grep -Eq '^ {12}[0-9]{2}:[0-9]{2}:[0-9]{2} ' <<<"$out" || fail "history: no times under the axis: $out"
+grep -q "^Shown: *[0-9-]* [0-9:]* to [0-9:]* (.*), [1-9][0-9]* entries$" <<<"$out" || fail "history: span: $out"
+grep -q "^Saved: .* now, at most .*; general profit " <<<"$out" || fail "history: savings: $out"
+grep -q "^ksmd: .* of CPU in that time ([0-9.]*% of a core, blocked on mmap_lock [0-9.]*%), .* since boot$" <<<"$out" ||
+        fail "history: cost: $out"
+grep -Eq "^Phases: +maintain [0-9]+%, burst [0-9]+%, decay [0-9]+%, idle [0-9]+%$" <<<"$out" || fail "history: phases: $out"
+grep -q "^Controller: " <<<"$out" || fail "history: controller line: $out"
+[ "$(COLUMNS=60 "$KSMCTL" history | grep -E '^.{10} [|+]' | awk 'length($0) != 60' | wc -l)" = 0 ] ||
+        fail "history: not as wide as COLUMNS=60"
+# history_json SECONDS [ARGS...]: checks ksmctl history --json ARGS, whose
+# entries must all end within the last SECONDS (0: any), and counts them.
+history_json() { local within=$1; shift; as_nobody "$KSMCTL" history --json "$@" | python3 -c '
+import json, sys, time
+h = json.load(sys.stdin)
+keys = {"realtime_usec", "time", "duration_usec", "ticks", "phase", "saved_bytes", "general_profit_bytes",
+        "ksmd_cpu_fraction", "ksmd_blocked_fraction", "pages_to_scan", "sleep_millisecs", "scan_pages_per_sec",
+        "managed_processes"}
+for e in h:
+    assert set(e) == keys, e
+    assert e["phase"] in ("maintain", "burst", "decay", "idle") and e["ticks"] >= 1 and e["duration_usec"] >= 0
+    assert 0 <= e["ksmd_cpu_fraction"] <= 2 and 0 <= e["ksmd_blocked_fraction"] <= 1
+    assert all(isinstance(e[k], int) for k in ("saved_bytes", "pages_to_scan", "sleep_millisecs", "managed_processes"))
+assert [e["realtime_usec"] for e in h] == sorted(e["realtime_usec"] for e in h), "not oldest first"
+if float(sys.argv[1]) > 0:
+    assert all(e["realtime_usec"] >= (time.time() - float(sys.argv[1])) * 1e6 for e in h)
+print(len(h))
+' "$within"; }
+n1=$(history_json 0) || fail "ksmctl history --json"
+sleep 1
+n2=$(history_json 0) || fail "ksmctl history --json"
+[ "$n1" -ge 1 ] && [ "$n2" -ge $((n1 + 2)) ] || fail "ksmctl history --json does not grow with the ticks ($n1 -> $n2)"
+n3=$(history_json 3 --since=2s) || fail "ksmctl history --since=2s --json"
+[ "$n3" -ge 1 ] && [ "$n3" -lt "$n2" ] || fail "history --since=2s: $n3 entries of $n2"
+for bad in "history --since=soon" "history --since=0" "top -n 0" "top --iterations=x" "status --since=1h" "list -n 2"; do
+        $KSMCTL $bad >/dev/null 2>&1; rc=$?
+        [ $rc = 2 ] || fail "ksmctl $bad exited $rc, want 2"
+done
+ok "ksmctl top (-n 2, --json, Ctrl-C, terminal) and history (charts as wide as \$COLUMNS, --json growing $n1 -> $n2, --since), as nobody too"
 
 # --- 9. The bus goes away and comes back: the daemon tunes on and reconnects.
 private_bus_stop

@@ -124,6 +124,7 @@ static void test_burst_decays(void **state) {
         x.churning = 512;
 
         /* nothing mergeable: slow and steady */
+        assert_string_equal(x.c.reason, "a full scan every 2min until new mergeable memory appears");
         for (int i = 0; i < 3; i++)
                 sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
         assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
@@ -135,6 +136,8 @@ static void test_burst_decays(void **state) {
         sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
         assert_true(decided(&x, "burst: pid 812 (victim) entered KSM"));
+        /* the reason is the decision's why, without the phase it names */
+        assert_string_equal(x.c.reason, "pid 812 (victim) entered KSM");
         /* the largest batch, a sleep short enough for 95% of a core at the
          * default cost of 4 us per page (100000 * 4 us * 5/95 = 21 ms) */
         assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
@@ -152,14 +155,19 @@ static void test_burst_decays(void **state) {
         sim_step(&x, 250 * MS, 50000, 1, 0, 0, 25 * 1000 * 1000);
         assert_int_equal(x.c.mode, TUNE_MODE_DECAY);
         assert_true(planned_rate(&x) < 0.6 * full && planned_rate(&x) > 0.4 * full);
+        /* a decay step is no decision, but it is why the rate halved */
+        assert_string_equal(x.c.reason, "1 full scan without new sharing: 47.5% of a core");
         sim_step(&x, 250 * MS, 50000, 1, 2048, 0, 25 * 1000 * 1000);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_string_equal(x.c.reason, "the last full scan found new sharing: 95% of a core again");
         assert_true(planned_rate(&x) > 0.9 * full);
         /* three full scans that find nothing: back off to maintenance */
         sim_step(&x, 250 * MS, 100000, 3, 0, 0, 50 * 1000 * 1000);
         assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
         assert_true(decided(&x, "backing off: 3 full scans without new sharing (saving 32.0 MiB); "
                                 "maintenance: a full scan of 34.0 MiB every 2min"));
+        assert_string_equal(x.c.reason, "3 full scans without new sharing (saving 32.0 MiB); "
+                                        "maintenance: a full scan of 34.0 MiB every 2min");
         /* maintenance: 8192 pages per 2 min is below the floor of 100 pages/s */
         assert_true(planned_rate(&x) <= 150);
         assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC), 5 * SEC);
@@ -270,9 +278,12 @@ static void test_arrivals_hold_the_burst(void **state) {
         model_note_ksm_enter(&x.m, x.s.time_usec + 195 * MS, 102, "vm");
         sim_step(&x, 200 * MS, 0, 0, 0, 0, 0);
         assert_true(planned_rate(&x) < burst / 10);
+        /* the hold began with the second; the third only prolongs it */
+        assert_true(startswith(x.c.reason, "pid 101 (vm) entered KSM 200ms after the one before; "));
         /* 400 ms without an arrival: the burst goes on at full rate */
         sim_step(&x, 450 * MS, 1000, 0, 0, 40000, 2 * 1000 * 1000);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_string_equal(x.c.reason, "the arrivals paused: scanning at 95% of a core");
         assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
         assert_true(planned_rate(&x) > burst / 2);
 
@@ -405,7 +416,15 @@ static void test_bounds_and_budget(void **state) {
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
         assert_true(x.c.throttled);
         assert_true(decided(&x, "burst throttled: allowance of 2s ksmd CPU spent"));
+        assert_true(startswith(x.c.reason, "allowance of 2s ksmd CPU spent, holding at "));
+        assert_true(x.c.allowance_nsec <= 0);
         assert_true(planned_rate(&x) * model_cpu_nsec_per_page(&x.m) / 1e9 <= 0.15);
+        /* ksmd goes quiet: the budget refills the allowance and the burst
+         * goes on at its own rate, which the reason says */
+        for (int i = 0; i < 100 && x.c.throttled; i++)
+                sim_step(&x, 250 * MS, 0, 0, 0, 0, 0);
+        assert_false(x.c.throttled);
+        assert_true(startswith(x.c.reason, "the allowance refilled to "));
 }
 
 static void test_pressure_raises_budget(void **state) {

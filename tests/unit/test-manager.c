@@ -286,6 +286,33 @@ static void test_tick_process_table(void **state) {
         assert_int_equal(manager_managed_processes(m), 1);
 }
 
+/* Every tick, paused ones too, leaves its figures in the history, the
+ * knobs as the tick left them. */
+static void test_tick_history(void **state) {
+        Fixture *f = *state;
+        Manager *m = f->m;
+        HistorySample s;
+
+        assert_int_equal(history_size(&m->history), 0);
+        assert_int_equal(tick(f), 0);
+        assert_int_equal(manager_set_paused(m, true, "by the test"), 1);
+        set_knob(f, "pages_to_scan", "77");
+        assert_int_equal(tick(f), 0);
+        assert_int_equal(history_size(&m->history), 2);
+
+        assert_int_equal(history_get(&m->history, 0, &s), 0);
+        assert_int_equal(s.ticks, 1);
+        assert_int_equal(s.duration_usec, 0); /* nothing before the first */
+        assert_int_equal(s.managed_processes, 2);
+        assert_int_equal(history_get(&m->history, 1, &s), 0);
+        assert_int_equal(s.monotonic_usec, m->snapshot.time_usec);
+        assert_int_equal(s.duration_usec, m->snapshot.time_usec - m->previous.time_usec);
+        assert_int_equal(s.pages_to_scan, 77);
+        assert_int_equal(s.phase, tuner_controller(m->tuner)->mode);
+        assert_int_equal(s.saved_bytes, snapshot_saved_bytes(&m->snapshot, page_size()));
+        assert_int_equal(history_get(&m->history, 2, &s), -ENOENT);
+}
+
 static void test_no_ksm(void **state) {
         FakeTree t;
         Manager *m = NULL;
@@ -307,6 +334,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_tick_writes_knobs_and_restores, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pause_resume_mode, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tick_process_table, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_tick_history, setup, teardown),
                 cmocka_unit_test(test_no_ksm),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -155,12 +155,34 @@ static void test_format(void **state) {
         assert_int_equal(status, 0);
 }
 
+/* The controller's phase as a state set, one sample per phase, and its
+ * allowance; without a tuning stage, neither. */
+static void test_controller(void **state) {
+        _cleanup_free_ char *text = NULL, *none = NULL;
+        Snapshot snap = { .ksm_present = true };
+        Controller c = { .mode = TUNE_MODE_DECAY, .allowance_nsec = -1.25e9 };
+        MetricsInput in = { .snapshot = &snap, .page_size = 4096, .version = "0.1.0", .controller = &c };
+
+        assert_int_equal(metrics_format(&in, &text), 0);
+        assert_non_null(strstr(text, "\n# TYPE ksmtuned2_controller_phase gauge\n"
+                                     "ksmtuned2_controller_phase{phase=\"maintain\"} 0\n"
+                                     "ksmtuned2_controller_phase{phase=\"burst\"} 0\n"
+                                     "ksmtuned2_controller_phase{phase=\"decay\"} 1\n"
+                                     "ksmtuned2_controller_phase{phase=\"idle\"} 0\n"));
+        assert_non_null(strstr(text, "\nksmtuned2_controller_burst_allowance_seconds -1.250\n"));
+
+        in.controller = NULL;
+        assert_int_equal(metrics_format(&in, &none), 0);
+        assert_null(strstr(none, "ksmtuned2_controller_"));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sorted_processes),
                 cmocka_unit_test(test_by_cgroup),
                 cmocka_unit_test(test_escape),
                 cmocka_unit_test(test_format),
+                cmocka_unit_test(test_controller),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
