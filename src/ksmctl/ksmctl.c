@@ -18,18 +18,21 @@
 #include "bus-api.h"
 #include "json.h"
 #include "ksm-sysfs.h"
+#include "ksmctl-pager.h"
 #include "ksmctl.h"
 #include "log.h"
 #include "root.h"
+#include "string-table.h"
 #include "util.h"
 
 #define DECISIONS_SHOWN 8
 
-static void help(void) {
-        printf("%s [OPTIONS...] COMMAND ...\n\n"
+static void help(const KsmctlOptions *o) {
+        (void) pager_open(!o->no_pager);
+        printf("%s [OPTIONS...] [COMMAND ...]\n\n"
                "Query and control ksmtuned2.\n\n"
                "Commands:\n"
-               "  status               Savings, costs, knobs, mode and last decisions\n"
+               "  status               Savings, costs, knobs, mode, decisions (the default)\n"
                "  list [--cgroups|--all] Processes (or cgroups/VMs/units), largest savings first\n"
                "  explain PID          Why the daemon treats PID as it does\n"
                "  monitor              Status, refreshed live until Ctrl-C\n"
@@ -42,7 +45,9 @@ static void help(void) {
                "\nOptions:\n"
                "  -h --help            Show this help\n"
                "     --version         Show the version\n"
-               "     --json            JSON output for read commands\n"
+               "     --json[=MODE]     JSON output for read commands: pretty, short or off\n"
+               "     --no-pager        Do not pipe long output into a pager\n"
+               "  -q --quiet           status, list, explain: print nothing, exit status only\n"
                "     --cgroups         With list: one line per cgroup, VM or unit\n"
                "     --all             With list: every process, not only those KSM concerns\n"
                "     --interval=TIME   With monitor: refresh period (default 2s)\n",
@@ -50,7 +55,7 @@ static void help(void) {
 }
 
 static int verb_help(int argc, char **argv, const KsmctlOptions *o) {
-        help();
+        help(o);
         return KSMCTL_EXIT_OK;
 }
 
@@ -707,9 +712,12 @@ static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
 
         if (ret != KSMCTL_EXIT_OK && ret != KSMCTL_EXIT_NOT_RUNNING)
                 return ret;
+        if (o->quiet)
+                return ret;
+        (void) pager_open(!o->no_pager);
         if (o->json) {
                 JsonWriter w;
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_status(&w, &s);
                 fputc('\n', stdout);
         } else
@@ -766,13 +774,14 @@ static int list_processes(const KsmctlOptions *o) {
         JsonWriter w;
 
         r = call_list("ListProcesses", &reply);
-        if (r != KSMCTL_EXIT_OK)
+        if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', "(isssssssbtxs)");
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        (void) pager_open(!o->no_pager);
         if (o->json) {
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_array(&w);
         } else
                 printf("%-8s %-16s %10s %10s %-12s %-8s %-3s %s\n", "PID", "COMM", "MERGED", "PROFIT", "VERDICT",
@@ -834,13 +843,14 @@ static int list_cgroups(const KsmctlOptions *o) {
         int r;
 
         r = call_list("ListCgroups", &reply);
-        if (r != KSMCTL_EXIT_OK)
+        if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', "(sssutx)");
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        (void) pager_open(!o->no_pager);
         if (o->json) {
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_array(&w);
         } else
                 printf("%10s %10s %6s  %-24s %s\n", "MERGED", "PROFIT", "PROCS", "VM/UNIT", "CGROUP");
@@ -994,10 +1004,13 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
         r = read_facts(reply, &f);
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        if (o->quiet)
+                return KSMCTL_EXIT_OK;
 
+        (void) pager_open(!o->no_pager);
         if (o->json) {
                 JsonWriter w;
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_object(&w);
                 for (const Fact *x = f; x->key; x++) {
                         json_key(&w, x->key);
@@ -1109,7 +1122,7 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
                         bus = sd_bus_flush_close_unref(bus); /* a restarted bus needs a new connection */
                 if (o->json) {
                         JsonWriter w;
-                        json_init(&w, stdout, false);
+                        json_init(&w, stdout, ksmctl_json_pretty(o, true));
                         json_status(&w, &s);
                         fputc('\n', stdout);
                 } else {
@@ -1168,30 +1181,55 @@ static const KsmctlVerb verbs[] = {
         { "exec", 0, -1, verb_exec, .options = false },
 };
 
-enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL };
+enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL, ARG_NO_PAGER };
 static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
-        { "json", no_argument, NULL, ARG_JSON },
+        { "json", optional_argument, NULL, ARG_JSON },
+        { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+        { "quiet", no_argument, NULL, 'q' },
         { "cgroups", no_argument, NULL, ARG_CGROUPS },
         { "all", no_argument, NULL, ARG_ALL },
         { "interval", required_argument, NULL, ARG_INTERVAL },
         {},
 };
 
-/* Returns -1 to go on, else an exit status. */
+/* systemctl's names; plain --json (AUTO) has none of its own. */
+static const char *const json_mode_table[] = {
+        [KSMCTL_JSON_OFF] = "off",
+        [KSMCTL_JSON_PRETTY] = "pretty",
+        [KSMCTL_JSON_SHORT] = "short",
+};
+
+/* Returns -1 to go on, else an exit status. Help waits for the end of the
+ * options, so that "-h --no-pager" has no pager. */
 static int parse_options(int argc, char **argv, const char *optstring, KsmctlOptions *o) {
+        bool want_help = false;
+        ssize_t mode;
         int c;
+
         while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        help();
-                        return KSMCTL_EXIT_OK;
+                        want_help = true;
+                        break;
                 case ARG_VERSION:
                         printf("ksmctl %s\n", PACKAGE_VERSION);
                         return KSMCTL_EXIT_OK;
                 case ARG_JSON:
-                        o->json = true;
+                        mode = optarg ? string_table_from_string(json_mode_table, ELEMENTSOF(json_mode_table), optarg)
+                                      : KSMCTL_JSON_AUTO;
+                        if (mode < 0) {
+                                log_error("Bad --json=%s: pretty, short or off.", optarg);
+                                return KSMCTL_EXIT_USAGE;
+                        }
+                        o->json = (KsmctlJson) mode;
+                        break;
+                case ARG_NO_PAGER:
+                        o->no_pager = true;
+                        break;
+                case 'q':
+                        o->quiet = true;
                         break;
                 case ARG_CGROUPS:
                         o->cgroups = true;
@@ -1208,34 +1246,28 @@ static int parse_options(int argc, char **argv, const char *optstring, KsmctlOpt
                 default:
                         return KSMCTL_EXIT_USAGE;
                 }
+        if (want_help) {
+                help(o);
+                return KSMCTL_EXIT_OK;
+        }
         return -1;
 }
 
-int main(int argc, char *argv[]) {
-        KsmctlOptions o = {};
+static int run_verb(int argc, char *argv[], KsmctlOptions *o) {
+        const char *name = argv[0];
         int r;
 
-        log_set_target(LOG_TARGET_STDERR);
-        /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
-        r = parse_options(argc, argv, "+h", &o);
-        if (r >= 0)
-                return r;
-        if (optind >= argc) {
-                help();
-                return KSMCTL_EXIT_USAGE;
-        }
-        const char *name = argv[optind];
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
                 const KsmctlVerb *v = &verbs[i];
-                int vargc = argc - optind;
-                char **vargv = argv + optind;
+                int vargc = argc;
+                char **vargv = argv;
 
                 if (!streq(v->name, name))
                         continue;
                 if (v->options) {
                         /* Options may follow the verb ("list --cgroups", "explain 42 --json"). */
                         optind = 0;
-                        r = parse_options(vargc, vargv, "h", &o);
+                        r = parse_options(vargc, vargv, "hq", o);
                         if (r >= 0)
                                 return r;
                         /* getopt moved the operands behind the options. */
@@ -1248,12 +1280,31 @@ int main(int argc, char *argv[]) {
                         log_error("Wrong number of arguments for \"%s\"; see --help.", name);
                         return KSMCTL_EXIT_USAGE;
                 }
-                if ((o.cgroups || o.all) && !streq(v->name, "list")) {
+                if ((o->cgroups || o->all) && !streq(v->name, "list")) {
                         log_error("--cgroups and --all only apply to \"list\".");
                         return KSMCTL_EXIT_USAGE;
                 }
-                return v->run(vargc, vargv, &o);
+                if (o->quiet)
+                        log_set_max_level(LOG_ERR);
+                return v->run(vargc, vargv, o);
         }
         log_error("Unknown command \"%s\"; see --help.", name);
         return KSMCTL_EXIT_USAGE;
+}
+
+int main(int argc, char *argv[]) {
+        KsmctlOptions o = {};
+        char *status[] = { (char *) "status", NULL };
+        int r;
+
+        log_set_target(LOG_TARGET_STDERR);
+        /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
+        r = parse_options(argc, argv, "+hq", &o);
+        /* As systemctl: no command is the overview. */
+        if (r < 0 && optind >= argc)
+                r = run_verb(1, status, &o);
+        else if (r < 0)
+                r = run_verb(argc - optind, argv + optind, &o);
+        pager_close();
+        return r;
 }

@@ -14,12 +14,29 @@ enum {
         KSMCTL_EXIT_NO_SUCH_PROCESS = 5,
 };
 
+/* --json=MODE. Off is 0, so "if (o->json)" reads as before. Plain --json
+ * is AUTO: indented for a verb that prints one document, one line per
+ * document for one that streams them (monitor), as it always was. */
+typedef enum KsmctlJson {
+        KSMCTL_JSON_OFF = 0,
+        KSMCTL_JSON_AUTO,
+        KSMCTL_JSON_PRETTY,
+        KSMCTL_JSON_SHORT,
+} KsmctlJson;
+
 typedef struct KsmctlOptions {
-        bool json;
+        KsmctlJson json;
         bool cgroups;                   /* list --cgroups */
         bool all;                       /* list --all */
         uint64_t interval_usec;         /* monitor --interval= */
+        bool no_pager;
+        bool no_legend;                 /* tables without header and footer */
+        bool quiet;                     /* read verbs print nothing: the exit status says it */
 } KsmctlOptions;
+
+static inline bool ksmctl_json_pretty(const KsmctlOptions *o, bool stream) {
+        return o->json == KSMCTL_JSON_PRETTY || (o->json == KSMCTL_JSON_AUTO && !stream);
+}
 
 /* A verb gets argv starting at its own name; max_args -1 means unbounded.
  * Options after the verb's name (status --json, list --cgroups) are parsed

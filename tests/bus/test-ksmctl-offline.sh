@@ -43,6 +43,63 @@ assert d["counters"]["general_profit"] == -8192 and d["counters"]["pages_volatil
 assert set(d) == {"daemon", "savings", "knobs", "counters"}, d
 PY
 
+# No command is status (as systemctl); -q says it by the exit status alone.
+out2=$(KSMCTL_ROOT=$tmp "$KSMCTL"); rc=$?
+[ $rc = 3 ] && [ "$out2" = "$want" ] || fail "ksmctl without a command: rc $rc: $out2"
+for q in "-q" "--quiet status" "status -q"; do
+        out2=$(KSMCTL_ROOT=$tmp "$KSMCTL" $q 2>&1); rc=$?
+        [ $rc = 3 ] && [ -z "$out2" ] || fail "ksmctl $q: rc $rc, printed: $out2"
+done
+
+# --json=pretty|short|off as systemctl; plain --json is pretty, as it always was.
+for mode in "--json" "--json=pretty" "--json=short" "--json=off --json=short"; do
+        KSMCTL_ROOT=$tmp "$KSMCTL" status $mode > "$tmp/json.$mode" || [ $? = 3 ] || fail "status $mode"
+        python3 - "$tmp/json" "$tmp/json.$mode" <<'PY' || fail "status $mode differs from --json: $(cat "$tmp/json.$mode")"
+import json, sys
+assert json.load(open(sys.argv[1])) == json.load(open(sys.argv[2]))
+PY
+done
+cmp -s "$tmp/json" "$tmp/json.--json=pretty" || fail "--json is not --json=pretty"
+[ "$(wc -l < "$tmp/json.--json=short")" = 1 ] || fail "--json=short is not one line"
+[ "$(wc -l < "$tmp/json")" -gt 10 ] || fail "--json is not indented"
+out2=$(KSMCTL_ROOT=$tmp "$KSMCTL" status --json --json=off); [ "$out2" = "$want" ] || fail "--json=off: $out2"
+out2=$("$KSMCTL" status --json=long 2>&1); rc=$?
+[ $rc = 2 ] && grep -q 'Bad --json=long: pretty, short or off' <<<"$out2" || fail "--json=long: rc $rc: $out2"
+
+# The pager: only on a terminal, $KSMCTL_PAGER before $SYSTEMD_PAGER before
+# $PAGER, none with --no-pager or an empty or "cat" value.
+KSMCTL_ROOT=$tmp KSMCTL_PAGER="touch $tmp/paged; cat" "$KSMCTL" status >/dev/null
+[ ! -e "$tmp/paged" ] || fail "a pager ran while stdout was not a terminal"
+if command -v script >/dev/null; then
+        # Runs the shell command $1 on a terminal; what reached it is in $tmp/tty.
+        on_tty() {
+                printf '%s\n' "$1" > "$tmp/cmd"
+                env -u KSMCTL_PAGER -u SYSTEMD_PAGER -u PAGER KSMCTL_ROOT="$tmp" \
+                        script -qec "sh $tmp/cmd" /dev/null < /dev/null > "$tmp/tty"
+        }
+        paged() { [ -s "$tmp/$1" ] && grep -q "^Counters: " "$tmp/$1"; }
+        k=$(printf %q "$KSMCTL")
+        on_tty "KSMCTL_PAGER='cat > $tmp/by-ksmctl' SYSTEMD_PAGER='cat > $tmp/by-systemd' PAGER='cat > $tmp/by-pager' $k status"
+        paged by-ksmctl && [ ! -e "$tmp/by-systemd" ] && [ ! -e "$tmp/by-pager" ] || fail "\$KSMCTL_PAGER not used first"
+        ! grep -q "^Counters: " "$tmp/tty" || fail "output reached the terminal besides the pager"
+        rm -f "$tmp"/by-*
+        on_tty "SYSTEMD_PAGER='cat > $tmp/by-systemd' PAGER='cat > $tmp/by-pager' $k"
+        paged by-systemd && [ ! -e "$tmp/by-pager" ] || fail "\$SYSTEMD_PAGER not used before \$PAGER"
+        on_tty "PAGER='cat > $tmp/by-pager' $k --help"
+        grep -q "^Commands:" "$tmp/by-pager" || fail "--help not paged through \$PAGER"
+        rm -f "$tmp"/by-*
+        for none in "--no-pager status" "status --no-pager" "-h --no-pager"; do
+                on_tty "PAGER='cat > $tmp/by-pager' $k $none"
+                [ ! -e "$tmp/by-pager" ] && grep -q "^\(Counters\|Commands\):" "$tmp/tty" || fail "$none: paged anyway"
+        done
+        for value in "" "cat"; do
+                on_tty "KSMCTL_PAGER='$value' PAGER='cat > $tmp/by-pager' $k status"
+                [ ! -e "$tmp/by-pager" ] && grep -q "^Counters: " "$tmp/tty" || fail "KSMCTL_PAGER='$value' did not turn the pager off"
+        done
+else
+        echo "script(1) not installed: the pager on a terminal not checked"
+fi
+
 # No KSM at all: still a plain answer.
 rm -rf "$tmp/sys/kernel/mm/ksm"
 out=$(KSMCTL_ROOT=$tmp "$KSMCTL" status 2>&1); rc=$?
