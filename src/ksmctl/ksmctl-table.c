@@ -4,6 +4,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <langinfo.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -114,6 +115,19 @@ int table_add(Table *t, const char *text) {
         return 0;
 }
 
+int table_add_row(Table *t, ...) {
+        size_t n = 0;
+        va_list ap;
+        int r = 0;
+
+        va_start(ap, t);
+        for (const char *cell; r >= 0 && (cell = va_arg(ap, const char *)); n++)
+                r = table_add(t, cell);
+        va_end(ap);
+        assert(r < 0 || n == t->n_columns);
+        return r;
+}
+
 size_t table_rows(const Table *t) {
         return t->n_cells / t->n_columns;
 }
@@ -140,32 +154,41 @@ static void print_row(FILE *f, const Table *t, const char *const *cells, const s
         fputc('\n', f);
 }
 
+/* Narrows the widest column that is wider than its floor, then the next,
+ * until the line fits in max_width (0: no limit) or nothing is left to take. */
+static void shrink(size_t *width, const size_t *floor, size_t n, size_t *total, size_t max_width) {
+        while (max_width > 0 && *total > max_width) {
+                size_t widest = SIZE_MAX, d;
+                for (size_t i = 0; i < n; i++)
+                        if (width[i] > floor[i] && (widest == SIZE_MAX || width[i] > width[widest]))
+                                widest = i;
+                if (widest == SIZE_MAX)
+                        return; /* narrower than the headers: lines run over */
+                d = MIN(*total - max_width, width[widest] - floor[widest]);
+                width[widest] -= d;
+                *total -= d;
+        }
+}
+
 void table_print(const Table *t, FILE *f, size_t max_width, bool header) {
-        size_t width[TABLE_COLUMNS_MAX], floor[TABLE_COLUMNS_MAX], total = t->n_columns - 1;
+        size_t width[TABLE_COLUMNS_MAX], content[TABLE_COLUMNS_MAX], floor[TABLE_COLUMNS_MAX], total = t->n_columns - 1;
         const char *headers[TABLE_COLUMNS_MAX];
         size_t rows = table_rows(t), ew = text_width(text_ellipsis());
 
         for (size_t i = 0; i < t->n_columns; i++) {
                 size_t hw = header ? text_width(t->columns[i].header) : 0;
                 headers[i] = t->columns[i].header;
-                width[i] = MAX(t->columns[i].min_width, hw);
+                content[i] = hw;
                 for (size_t r = 0; r < rows; r++)
-                        width[i] = MAX(width[i], text_width(t->cells[r * t->n_columns + i]));
+                        content[i] = MAX(content[i], text_width(t->cells[r * t->n_columns + i]));
+                width[i] = MAX(t->columns[i].min_width, content[i]);
                 /* A column cut to fewer than one character and the ellipsis says nothing. */
-                floor[i] = MIN(width[i], MAX(hw, ew + 1));
+                floor[i] = MIN(content[i], MAX(hw, ew + 1));
                 total += width[i];
         }
-        while (max_width > 0 && total > max_width) {
-                size_t widest = SIZE_MAX, d;
-                for (size_t i = 0; i < t->n_columns; i++)
-                        if (width[i] > floor[i] && (widest == SIZE_MAX || width[i] > width[widest]))
-                                widest = i;
-                if (widest == SIZE_MAX)
-                        break; /* narrower than the headers: lines run over */
-                d = MIN(total - max_width, width[widest] - floor[widest]);
-                width[widest] -= d;
-                total -= d;
-        }
+        /* First the blanks that min_width added, then the text itself. */
+        shrink(width, content, t->n_columns, &total, max_width);
+        shrink(width, floor, t->n_columns, &total, max_width);
 
         if (header)
                 print_row(f, t, headers, width);

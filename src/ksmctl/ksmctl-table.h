@@ -39,6 +39,8 @@ void table_init(Table *t, const TableColumn *columns, size_t n_columns);
 void table_done(Table *t);
 /* Appends a copy of the next cell (NULL reads as ""), filling rows in order. -ENOMEM. */
 int table_add(Table *t, const char *text);
+/* A whole row: one string a column, then NULL. -ENOMEM. */
+int table_add_row(Table *t, ...) __attribute__((sentinel));
 size_t table_rows(const Table *t);
 /* width 0: no limit (not a terminal). header false: --no-legend. */
 void table_print(const Table *t, FILE *f, size_t width, bool header);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include "json.h"
 #include "ksm-sysfs.h"
 #include "ksmctl-pager.h"
+#include "ksmctl-table.h"
 #include "ksmctl.h"
 #include "log.h"
 #include "root.h"
@@ -47,6 +49,7 @@ static void help(const KsmctlOptions *o) {
                "     --version         Show the version\n"
                "     --json[=MODE]     JSON output for read commands: pretty, short or off\n"
                "     --no-pager        Do not pipe long output into a pager\n"
+               "     --no-legend       Tables without their header and footer lines\n"
                "  -q --quiet           status, list, explain: print nothing, exit status only\n"
                "     --cgroups         With list: one line per cgroup, VM or unit\n"
                "     --all             With list: every process, not only those KSM concerns\n"
@@ -512,18 +515,20 @@ static const char *format_realtime(char *buf, size_t n, uint64_t usec) {
         return buf;
 }
 
-/* "Label:      item item item", wrapped under the label at 79 columns. */
+/* "Label:      item item item", wrapped under the label one column short
+ * of the terminal's width (79 when it has none: a pipe, a file). */
 static void print_wrapped(FILE *f, const char *label, char **items, size_t n) {
-        const int indent = 12;
-        int col = fprintf(f, "%-*s", indent, label);
+        const size_t indent = 12, limit = (terminal_columns() ?: 80) - 1;
+        size_t col = (size_t) fprintf(f, "%-*s", (int) indent, label);
         for (size_t i = 0; i < n; i++) {
-                int len = (int) strlen(items[i]);
-                if (i > 0 && col + 1 + len > 79) {
-                        fprintf(f, "\n%*s", indent, "");
+                size_t len = text_width(items[i]);
+                if (i > 0 && col + 1 + len > limit) {
+                        fprintf(f, "\n%*s", (int) indent, "");
                         col = indent;
                 } else if (i > 0)
-                        col += fprintf(f, " ");
-                col += fprintf(f, "%s", items[i]);
+                        col += (size_t) fprintf(f, " ");
+                col += len;
+                fputs(items[i], f);
         }
         fputc('\n', f);
 }
@@ -764,8 +769,23 @@ static int call_list(const char *method, sd_bus_message **ret_reply) {
         return KSMCTL_EXIT_OK;
 }
 
+/* The widths ksmctl list had before it followed the terminal: as least as
+ * wide, so the columns stay where people are used to them. */
+static const TableColumn process_columns[] = {
+        { "PID", false, 8 },
+        { "COMM", false, 16 },
+        { "MERGED", true, 10 },
+        { "PROFIT", true, 10 },
+        { "VERDICT", false, 12 },
+        { "METHOD", false, 8 },
+        { "ON", false, 3 },
+        { "WHERE", false, 0 },
+        { "POLICY", false, 0 },
+};
+
 static int list_processes(const KsmctlOptions *o) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(table_done) Table t = {};
         const char *comm, *cgroup, *unit, *vm, *policy, *verdict, *method, *reason;
         uint64_t pages, total_pages = 0, shown = 0, all = 0;
         int32_t pid;
@@ -784,11 +804,10 @@ static int list_processes(const KsmctlOptions *o) {
                 json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_array(&w);
         } else
-                printf("%-8s %-16s %10s %10s %-12s %-8s %-3s %s\n", "PID", "COMM", "MERGED", "PROFIT", "VERDICT",
-                       "METHOD", "ON", "WHERE  POLICY");
+                table_init(&t, process_columns, ELEMENTSOF(process_columns));
         while ((r = sd_bus_message_read(reply, "(isssssssbtxs)", &pid, &comm, &cgroup, &unit, &vm, &policy, &verdict,
                                         &method, &merging, &pages, &profit, &reason)) > 0) {
-                char a[32], b[40], place[512];
+                char a[32], b[40], place[512], pid_text[16];
 
                 all++;
                 total_pages += pages;
@@ -814,26 +833,42 @@ static int list_processes(const KsmctlOptions *o) {
                         json_end_object(&w);
                         continue;
                 }
-                printf("%-8" PRIi32 " %-16s %10s %10s %-12s %-8s %-3s %s%s%s\n", pid, CESCAPE(comm, CESCAPE_ASCII),
-                       format_bytes(a, sizeof a, pages * page_size()), format_signed_bytes(b, sizeof b, profit),
-                       ESC(verdict), isempty(method) ? "-" : ESC(method), merging ? "yes" : "no",
-                       ESC(where(cgroup, unit, vm, place, sizeof place)), isempty(policy) ? "" : "  ", ESC(policy));
+                snprintf(pid_text, sizeof pid_text, "%" PRIi32, pid);
+                r = table_add_row(&t, pid_text, CESCAPE(comm, CESCAPE_ASCII),
+                                  format_bytes(a, sizeof a, pages * page_size()), format_signed_bytes(b, sizeof b, profit),
+                                  ESC(verdict), isempty(method) ? "-" : ESC(method), merging ? "yes" : "no",
+                                  ESC(where(cgroup, unit, vm, place, sizeof place)), isempty(policy) ? "-" : ESC(policy),
+                                  NULL);
+                if (r < 0)
+                        return log_oom(), KSMCTL_EXIT_FAILURE;
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
         if (o->json) {
                 json_end_array(&w);
                 fputc('\n', stdout);
-        } else {
-                char t[32];
+                return KSMCTL_EXIT_OK;
+        }
+        table_print(&t, stdout, terminal_columns(), !o->no_legend);
+        if (!o->no_legend) {
+                char total[32];
                 printf("\n%" PRIu64 " of %" PRIu64 " processes shown%s; %s merging in all.\n", shown, all,
-                       o->all ? "" : " (--all for every one)", format_bytes(t, sizeof t, total_pages * page_size()));
+                       o->all ? "" : " (--all for every one)", format_bytes(total, sizeof total, total_pages * page_size()));
         }
         return KSMCTL_EXIT_OK;
 }
 
+static const TableColumn cgroup_columns[] = {
+        { "MERGED", true, 10 },
+        { "PROFIT", true, 10 },
+        { "PROCS", true, 6 },
+        { "VM/UNIT", false, 24 },
+        { "CGROUP", false, 0 },
+};
+
 static int list_cgroups(const KsmctlOptions *o) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(table_done) Table t = {};
         const char *cgroup, *unit, *vm;
         uint32_t processes;
         uint64_t pages;
@@ -853,9 +888,9 @@ static int list_cgroups(const KsmctlOptions *o) {
                 json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_array(&w);
         } else
-                printf("%10s %10s %6s  %-24s %s\n", "MERGED", "PROFIT", "PROCS", "VM/UNIT", "CGROUP");
+                table_init(&t, cgroup_columns, ELEMENTSOF(cgroup_columns));
         while ((r = sd_bus_message_read(reply, "(sssutx)", &cgroup, &unit, &vm, &processes, &pages, &profit)) > 0) {
-                char a[32], b[40], name[256];
+                char a[32], b[40], name[256], procs[16], path[CESCAPE_BUF_SIZE + 1];
                 n++;
                 if (o->json) {
                         json_begin_object(&w);
@@ -873,15 +908,22 @@ static int list_cgroups(const KsmctlOptions *o) {
                         snprintf(name, sizeof name, "vm:%s", vm);
                 else
                         snprintf(name, sizeof name, "%s", isempty(unit) ? "-" : unit);
-                printf("%10s %10s %6" PRIu32 "  %-24s /%s\n", format_bytes(a, sizeof a, pages * page_size()),
-                       format_signed_bytes(b, sizeof b, profit), processes, ESC(name), ESC(cgroup));
+                snprintf(procs, sizeof procs, "%" PRIu32, processes);
+                snprintf(path, sizeof path, "/%s", ESC(cgroup));
+                r = table_add_row(&t, format_bytes(a, sizeof a, pages * page_size()),
+                                  format_signed_bytes(b, sizeof b, profit), procs, ESC(name), path, NULL);
+                if (r < 0)
+                        return log_oom(), KSMCTL_EXIT_FAILURE;
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
         if (o->json) {
                 json_end_array(&w);
                 fputc('\n', stdout);
-        } else
+                return KSMCTL_EXIT_OK;
+        }
+        table_print(&t, stdout, terminal_columns(), !o->no_legend);
+        if (!o->no_legend)
                 printf("\n%zu cgroup%s.\n", n, n == 1 ? "" : "s");
         return KSMCTL_EXIT_OK;
 }
@@ -1181,12 +1223,13 @@ static const KsmctlVerb verbs[] = {
         { "exec", 0, -1, verb_exec, .options = false },
 };
 
-enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL, ARG_NO_PAGER };
+enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL, ARG_NO_PAGER, ARG_NO_LEGEND };
 static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
         { "json", optional_argument, NULL, ARG_JSON },
         { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+        { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
         { "quiet", no_argument, NULL, 'q' },
         { "cgroups", no_argument, NULL, ARG_CGROUPS },
         { "all", no_argument, NULL, ARG_ALL },
@@ -1227,6 +1270,9 @@ static int parse_options(int argc, char **argv, const char *optstring, KsmctlOpt
                         break;
                 case ARG_NO_PAGER:
                         o->no_pager = true;
+                        break;
+                case ARG_NO_LEGEND:
+                        o->no_legend = true;
                         break;
                 case 'q':
                         o->quiet = true;
@@ -1298,6 +1344,9 @@ int main(int argc, char *argv[]) {
         int r;
 
         log_set_target(LOG_TARGET_STDERR);
+        /* Only the character set, for the width of names and the ellipsis:
+         * numbers keep their C spelling ("2.4%", not "2,4%"). */
+        (void) setlocale(LC_CTYPE, "");
         /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
         r = parse_options(argc, argv, "+hq", &o);
         /* As systemctl: no command is the overview. */

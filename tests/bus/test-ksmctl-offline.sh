@@ -9,6 +9,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$tmp/no-bus-here"
+unset COLUMNS # not a terminal: lists wrap at 79 columns
 
 mkdir -p "$tmp/proc/self" "$tmp/sys/kernel/mm/ksm"
 echo "proc /proc proc rw 0 0" > "$tmp/proc/self/mounts"
@@ -42,6 +43,13 @@ assert d["knobs"] == {"run": 1, "pages_to_scan": 1200, "sleep_millisecs": 20, "a
 assert d["counters"]["general_profit"] == -8192 and d["counters"]["pages_volatile"] == 7
 assert set(d) == {"daemon", "savings", "knobs", "counters"}, d
 PY
+
+# $COLUMNS (or a terminal's width) moves the wrapping of the lists.
+out2=$(COLUMNS=50 KSMCTL_ROOT=$tmp "$KSMCTL" status | grep -A2 "^Knobs:")
+want2="Knobs:      run=1 pages_to_scan=1200
+            sleep_millisecs=20
+            advisor_mode=scan-time"
+[ "$out2" = "$want2" ] || { diff <(echo "$want2") <(echo "$out2"); fail "COLUMNS=50: knobs not wrapped at 49"; }
 
 # No command is status (as systemctl); -q says it by the exit status alone.
 out2=$(KSMCTL_ROOT=$tmp "$KSMCTL"); rc=$?

@@ -77,13 +77,11 @@ static const TableColumn columns[] = {
 };
 
 static void fill(Table *t) {
-        static const char *const cells[] = {
-                "1",   "4.0 KiB",   "/system.slice/a-very-long-unit-name.service", "/etc/p.policy:1",
-                "222", "1023.9 MiB", "vm:日本",                                      "",
-        };
+        static const char *const cells[] = { "1", "4.0 KiB", "/system.slice/a-very-long-unit-name.service", "/etc/p.policy:1" };
         table_init(t, columns, ELEMENTSOF(columns));
         for (size_t i = 0; i < ELEMENTSOF(cells); i++)
                 assert_int_equal(table_add(t, cells[i]), 0);
+        assert_int_equal(table_add_row(t, "222", "1023.9 MiB", "vm:日本", "", NULL), 0);
         assert_int_equal(table_rows(t), 2);
 }
 
@@ -152,9 +150,20 @@ static void test_table_min_width(void **state) {
         table_init(&t, c, ELEMENTSOF(c));
         assert_int_equal(table_add(&t, "no"), 0);
         assert_int_equal(table_add(&t, "5"), 0);
+        assert_int_equal(table_add_row(&t, "yes", "12345", NULL), 0);
         out = print(&t, 0, true);
-        assert_string_equal(out, "ON       N\nno       5\n");
+        assert_string_equal(out, "ON       N\nno       5\nyes  12345\n");
         free(out);
+        /* Too narrow: the blanks of min_width go first, the widest first;
+         * no cell is cut while blanks are left. */
+        out = print(&t, 9, true);
+        assert_string_equal(out, "ON      N\nno      5\nyes 12345\n");
+        free(out);
+        if (utf8_locale()) {
+                out = print(&t, 8, true);
+                assert_string_equal(out, "ON     N\nno     5\nyes 123…\n");
+                free(out);
+        }
         table_done(&t);
 }
 
