@@ -515,6 +515,49 @@ static const char *format_realtime(char *buf, size_t n, uint64_t usec) {
         return buf;
 }
 
+/* Every size ksmctl prints goes through format_bytes(): IEC units, one
+ * decimal. */
+static const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
+        if (v >= 0)
+                return format_bytes(buf, n, (uint64_t) v);
+        buf[0] = '-';
+        format_bytes(buf + 1, n - 1, UINT64_C(0) - (uint64_t) v); /* INT64_MIN too */
+        return buf;
+}
+
+/* "1.0 GiB (262144 pages)": the size people read, the count the kernel's
+ * files and tools show. */
+static const char *format_pages(char *buf, size_t n, uint64_t pages) {
+        char bytes[32];
+        snprintf(buf, n, "%s (%" PRIu64 " page%s)", format_bytes(bytes, sizeof bytes, pages * page_size()), pages,
+                 pages == 1 ? "" : "s");
+        return buf;
+}
+
+/* A counter of /sys/kernel/mm/ksm as its unit wants it: pages as a size,
+ * general_profit (bytes already) as a signed size, the rest (full_scans,
+ * stable node counts, a counter this ksmctl does not know) as numbers. */
+static const char *format_counter(char *buf, size_t n, const NamedValue *v) {
+        switch (ksm_key_from_string(v->name)) {
+        case KSM_PAGES_SHARED:
+        case KSM_PAGES_SHARING:
+        case KSM_PAGES_UNSHARED:
+        case KSM_PAGES_VOLATILE:
+        case KSM_PAGES_SCANNED:
+        case KSM_PAGES_SKIPPED:
+        case KSM_ZERO_PAGES:
+                if (v->number >= 0)
+                        return format_pages(buf, n, (uint64_t) v->number);
+                break;
+        case KSM_GENERAL_PROFIT:
+                return format_signed_bytes(buf, n, v->number);
+        default:
+                break;
+        }
+        snprintf(buf, n, "%" PRIi64, v->number);
+        return buf;
+}
+
 /* "Label:      item item item", wrapped under the label one column short
  * of the terminal's width (79 when it has none: a pipe, a file). */
 static void print_wrapped(FILE *f, const char *label, char **items, size_t n) {
@@ -533,16 +576,21 @@ static void print_wrapped(FILE *f, const char *label, char **items, size_t n) {
         fputc('\n', f);
 }
 
-static void print_pairs(FILE *f, const char *label, const NamedList *l, bool numbers) {
+/* Knobs as "name=value"; counters as "name=size (pages)," since a size
+ * has blanks in it, the comma says where one ends. */
+static void print_pairs(FILE *f, const char *label, const NamedList *l, bool counters) {
         _cleanup_strv_free_ char **items = calloc(l->n + 1, sizeof(char *));
         if (!items)
                 return;
-        for (size_t i = 0; i < l->n; i++)
-                if (numbers ? asprintf(&items[i], "%s=%" PRIi64, l->items[i].name, l->items[i].number) < 0
-                            : asprintf(&items[i], "%s=%s", l->items[i].name, strna(l->items[i].text)) < 0) {
+        for (size_t i = 0; i < l->n; i++) {
+                char v[64];
+                if (counters ? asprintf(&items[i], "%s=%s%s", l->items[i].name, format_counter(v, sizeof v, &l->items[i]),
+                                        i + 1 < l->n ? "," : "") < 0
+                             : asprintf(&items[i], "%s=%s", l->items[i].name, strna(l->items[i].text)) < 0) {
                         items[i] = NULL;
                         return;
                 }
+        }
         print_wrapped(f, label, items, l->n);
 }
 
@@ -562,17 +610,10 @@ static void print_savings(FILE *f, const Status *s) {
         char saved[32], profit[40];
         const NamedValue *sharing = named_list_find(&s->counters, "pages_sharing");
 
-        format_bytes(saved, sizeof saved, s->saved_bytes);
-        if (s->have_general_profit) {
-                if (s->general_profit_bytes < 0) {
-                        format_bytes(profit + 1, sizeof profit - 1, (uint64_t) -s->general_profit_bytes);
-                        profit[0] = '-';
-                } else
-                        format_bytes(profit, sizeof profit, (uint64_t) s->general_profit_bytes);
-        }
-        fprintf(f, "%-12s%s (%" PRIi64 " pages sharing)", "Saved:", saved, sharing ? sharing->number : 0);
+        fprintf(f, "%-12s%s (%" PRIi64 " pages sharing)", "Saved:", format_bytes(saved, sizeof saved, s->saved_bytes),
+                sharing ? sharing->number : 0);
         if (s->have_general_profit)
-                fprintf(f, "; general profit %s", profit);
+                fprintf(f, "; general profit %s", format_signed_bytes(profit, sizeof profit, s->general_profit_bytes));
         fputc('\n', f);
 }
 
@@ -732,14 +773,6 @@ static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
 
 
 /* ---- list, explain ---- */
-
-static const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
-        if (v >= 0)
-                return format_bytes(buf, n, (uint64_t) v);
-        buf[0] = '-';
-        format_bytes(buf + 1, n - 1, (uint64_t) -v);
-        return buf;
-}
 
 /* The most telling name of where a process lives: its VM, else its unit,
  * else its cgroup path. */
@@ -1080,7 +1113,7 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
                 return KSMCTL_EXIT_OK;
         }
 
-        char a[32], b[40], c[32];
+        char a[64], b[40], c[32];
         int64_t merging = fact_i(f, "merging");
         printf("pid %" PRIi64 " (%s), uid %" PRIi64 "%s%s\n", fact_i(f, "pid"),
                CESCAPE(fact_s(f, "comm"), CESCAPE_ASCII), fact_i(f, "uid"), *fact_s(f, "exe") ? ", " : "",
@@ -1100,9 +1133,9 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
         printf("\n  %-9s%s\n", "policy:", *fact_s(f, "policy") ? ESC(fact_s(f, "policy")) : "none matched");
         if (*fact_s(f, "reason"))
                 printf("  %-9s%s\n", "because:", ESC(fact_s(f, "reason")));
-        printf("  %-9s%s, %" PRIi64 " pages (%s), profit %s; anon RSS %s\n", "merging:",
-               merging > 0 ? "on" : merging == 0 ? "off" : "not known yet", fact_i(f, "merging_pages"),
-               format_bytes(a, sizeof a, (uint64_t) fact_i(f, "merging_pages") * page_size()),
+        printf("  %-9s%s, %s, profit %s; anon RSS %s\n", "merging:",
+               merging > 0 ? "on" : merging == 0 ? "off" : "not known yet",
+               format_pages(a, sizeof a, (uint64_t) fact_i(f, "merging_pages")),
                format_signed_bytes(b, sizeof b, fact_i(f, "profit_bytes")),
                format_bytes(c, sizeof c, (uint64_t) fact_i(f, "rss_anon_bytes")));
         if (fact_i(f, "slow"))

@@ -240,6 +240,9 @@ grep -q "^Saved: .* ([0-9]* pages sharing); general profit" <<<"$out" || fail "s
 grep -q "^ksmd: .*CPU [0-9.]*%, blocked on mmap_lock [0-9.]*%, elsewhere [0-9.]*% ([0-9]* samples), pid $ksmd$" <<<"$out" ||
         fail "status ksmd line: $out"
 grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
+# Pages as sizes, with the count; full_scans is a plain number.
+grep -q "^Counters:   pages_shared=[0-9.]* \([KMGTP]i\)\?B ([0-9]* pages\?)," <<<"$out" || fail "status counters: $out"
+grep -q " full_scans=[0-9]*,\?$\| full_scans=[0-9]*, " <<<"$out" || fail "status full_scans: $out"
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
 grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
 grep -q "^Memory: .* available of .*iB$" <<<"$out" || fail "status memory: $out"
@@ -354,6 +357,7 @@ grep -q "^pid $wl_pid (ksm-workload), uid 0$" <<<"$out" || fail "explain headlin
 grep -q "^  verdict: merge, method none$" <<<"$out" || fail "explain verdict: $out"
 grep -q "^  policy:  $tmp/policy.d/50-test.policy:2$" <<<"$out" || fail "explain policy: $out"
 grep -q "^  because: Mode=auto" <<<"$out" || fail "explain reason: $out"
+grep -q "^  merging: off, 0 B (0 pages), profit 0 B; anon RSS [0-9.]* [KMG]iB$" <<<"$out" || fail "explain merging: $out"
 "$KSMCTL" explain $wl_pid --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
