@@ -51,6 +51,10 @@ static void help(const KsmctlOptions *o) {
                "     --no-pager        Do not pipe long output into a pager\n"
                "     --no-legend       Tables without their header and footer lines\n"
                "  -q --quiet           status, list, explain: print nothing, exit status only\n"
+               "  -H --host=[USER@]HOST\n"
+               "                       Ask the daemon on HOST, over ssh\n"
+               "  -M --machine=CONTAINER\n"
+               "                       Ask the daemon in a local container\n"
                "     --cgroups         With list: one line per cgroup, VM or unit\n"
                "     --all             With list: every process, not only those KSM concerns\n"
                "     --interval=TIME   With monitor: refresh period (default 2s)\n",
@@ -100,17 +104,55 @@ static int exit_for_error(const sd_bus_error *e, int r, const char *what) {
         return KSMCTL_EXIT_FAILURE;
 }
 
-/* 0, or an exit status after having said why there is no bus. quiet: the
- * caller reports "not running" itself (status, monitor). */
-static int bus_open(sd_bus **ret, sd_bus_error *error) {
+/* The system bus of this host; with -H, of HOST through ssh and
+ * systemd-stdio-bridge there; with -M, of a local container: the three
+ * transports of systemctl, through sd-bus's own functions. 0, or -errno
+ * with the reason in error. */
+static int bus_open(const KsmctlOptions *o, sd_bus **ret, sd_bus_error *error) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        int r = sd_bus_open_system(&bus);
-        if (r < 0) {
-                sd_bus_error_set_errnof(error, r, "the system bus is not reachable: %s", strerror(-r));
-                return r;
+        const char *unique;
+        int r;
+
+        if (o->host)
+                r = sd_bus_open_system_remote(&bus, o->host);
+        else if (o->machine)
+                r = sd_bus_open_system_machine(&bus, o->machine);
+        else
+                r = sd_bus_open_system(&bus);
+        /* A remote bus is only a started ssh until its Hello is answered:
+         * wait for that, so an unreachable host fails here, as a missing
+         * local socket does, not in the middle of the first call. */
+        if (r >= 0 && o->host)
+                r = sd_bus_get_unique_name(bus, &unique);
+        if (r >= 0) {
+                *ret = TAKE_PTR(bus);
+                return 0;
         }
-        *ret = TAKE_PTR(bus);
-        return 0;
+        if (o->host)
+                sd_bus_error_set_errnof(error, r, "the system bus of host %s is not reachable: %s", o->host,
+                                        r == -EINVAL ? "not a valid [USER@]HOST" : strerror(-r));
+        else if (o->machine)
+                /* EHOSTDOWN: sd-bus's answer for a name /run/systemd/machines/ does not have. */
+                sd_bus_error_set_errnof(error, r, "the system bus of container %s is not reachable: %s", o->machine,
+                                        r == -EINVAL      ? "not a valid container name"
+                                        : r == -EHOSTDOWN ? "no container of that name is running"
+                                                          : strerror(-r));
+        else
+                sd_bus_error_set_errnof(error, r, "the system bus is not reachable: %s", strerror(-r));
+        return r;
+}
+
+/* The exit status when bus_open() failed. Here, no system bus means no
+ * daemon (3); a host or container out of reach says nothing about the
+ * daemon there, so that is a failure (1), or a usage error for a name
+ * sd-bus refuses. */
+static int exit_for_no_bus(const KsmctlOptions *o, int r, const sd_bus_error *error) {
+        if (!o->host && !o->machine) {
+                log_error("ksmtuned2 is not running: %s", error->message);
+                return KSMCTL_EXIT_NOT_RUNNING;
+        }
+        log_error("Cannot reach ksmtuned2: %s.", error->message);
+        return r == -EINVAL ? KSMCTL_EXIT_USAGE : KSMCTL_EXIT_FAILURE;
 }
 
 /* A method call that never starts the daemon through bus activation:
@@ -135,17 +177,16 @@ static int bus_call(sd_bus *bus, const char *interface, const char *member, sd_b
         return sd_bus_call(bus, m, 0, error, ret_reply);
 }
 
-static int call_simple(const char *method, const char *what, const char *types, const char *arg) {
+static int call_simple(const KsmctlOptions *o, const char *method, const char *what, const char *types,
+                       const char *arg) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        r = bus_open(&bus, &error);
-        if (r < 0) {
-                log_error("ksmtuned2 is not running: %s", error.message);
-                return KSMCTL_EXIT_NOT_RUNNING;
-        }
+        r = bus_open(o, &bus, &error);
+        if (r < 0)
+                return exit_for_no_bus(o, r, &error);
         if (types)
                 r = bus_call(bus, BUS_INTERFACE, method, &error, &reply, types, arg);
         else
@@ -156,19 +197,19 @@ static int call_simple(const char *method, const char *what, const char *types, 
 }
 
 static int verb_reload(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("Reload", "reload", NULL, NULL);
+        return call_simple(o, "Reload", "reload", NULL, NULL);
 }
 
 static int verb_pause(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("Pause", "pause", NULL, NULL);
+        return call_simple(o, "Pause", "pause", NULL, NULL);
 }
 
 static int verb_resume(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("Resume", "resume", NULL, NULL);
+        return call_simple(o, "Resume", "resume", NULL, NULL);
 }
 
 static int verb_set_mode(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("SetMode", "set the mode", "s", argv[1]);
+        return call_simple(o, "SetMode", "set the mode", "s", argv[1]);
 }
 
 /* ---- status ---- */
@@ -192,6 +233,7 @@ typedef struct StatusDecision {
 
 typedef struct Status {
         bool running;
+        bool remote;            /* -H, -M: no kernel figures of this host when not running */
         char *not_running_reason;
         char *version, *state, *mode, *kernel_release, *cgroup_layout, *config_path;
         bool dry_run;
@@ -469,16 +511,20 @@ static int status_from_kernel(Status *s) {
 }
 
 /* Fills s from the daemon, or (not running) from the kernel. Returns an
- * exit status: OK, NOT_RUNNING (s still filled from the kernel), or a
- * failure already reported. bus may be NULL: then one is opened. */
-static int status_get(sd_bus *bus, Status *s) {
+ * exit status: OK, NOT_RUNNING (s still filled from the kernel, but for
+ * -H or -M: this host's kernel is not theirs), or a failure already
+ * reported. bus may be NULL: then one is opened. */
+static int status_get(const KsmctlOptions *o, sd_bus *bus, Status *s) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r = 0;
 
+        s->remote = o->host || o->machine;
         if (!bus) {
-                r = bus_open(&own, &error);
+                r = bus_open(o, &own, &error);
+                if (r < 0 && s->remote)
+                        return exit_for_no_bus(o, r, &error);
                 bus = own;
         }
         if (bus)
@@ -496,6 +542,8 @@ static int status_get(sd_bus *bus, Status *s) {
         if (bus && sd_bus_error_is_set(&error) && !error_means_not_running(&error))
                 return exit_for_error(&error, r, "read the daemon's status");
         s->not_running_reason = strdup(error.message ?: strerror(-r));
+        if (s->remote)
+                return KSMCTL_EXIT_NOT_RUNNING;
         r = status_from_kernel(s);
         if (r < 0)
                 log_warning_errno(r, "Cannot read the kernel's KSM counters either: %m");
@@ -622,6 +670,8 @@ static void print_status(FILE *f, const Status *s) {
 
         if (!s->running) {
                 fprintf(f, "ksmtuned2 is not running (%s).\n", strna(s->not_running_reason));
+                if (s->remote)
+                        return;
                 if (s->knobs.n == 0 && s->counters.n == 0) {
                         fprintf(f, "The kernel's KSM counters cannot be read either.\n");
                         return;
@@ -677,6 +727,11 @@ static void json_status(JsonWriter *w, const Status *s) {
                 json_kv_u64(w, "ticks", s->ticks);
         }
         json_end_object(w);
+        if (!s->running && s->remote) {
+                /* This host's kernel figures would pass for the other's. */
+                json_end_object(w);
+                return;
+        }
 
         json_key(w, "savings");
         json_begin_object(w);
@@ -754,7 +809,7 @@ static void json_status(JsonWriter *w, const Status *s) {
 
 static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
         _cleanup_(status_done) Status s = {};
-        int ret = status_get(NULL, &s);
+        int ret = status_get(o, NULL, &s);
 
         if (ret != KSMCTL_EXIT_OK && ret != KSMCTL_EXIT_NOT_RUNNING)
                 return ret;
@@ -786,16 +841,14 @@ static const char *where(const char *cgroup, const char *unit, const char *vm, c
         return buf;
 }
 
-static int call_list(const char *method, sd_bus_message **ret_reply) {
+static int call_list(const KsmctlOptions *o, const char *method, sd_bus_message **ret_reply) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        r = bus_open(&bus, &error);
-        if (r < 0) {
-                log_error("ksmtuned2 is not running: %s", error.message);
-                return KSMCTL_EXIT_NOT_RUNNING;
-        }
+        r = bus_open(o, &bus, &error);
+        if (r < 0)
+                return exit_for_no_bus(o, r, &error);
         r = bus_call(bus, BUS_INTERFACE, method, &error, ret_reply, NULL);
         if (r < 0)
                 return exit_for_error(&error, r, "list");
@@ -826,7 +879,7 @@ static int list_processes(const KsmctlOptions *o) {
         int merging, r;
         JsonWriter w;
 
-        r = call_list("ListProcesses", &reply);
+        r = call_list(o, "ListProcesses", &reply);
         if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', "(isssssssbtxs)");
@@ -910,7 +963,7 @@ static int list_cgroups(const KsmctlOptions *o) {
         JsonWriter w;
         int r;
 
-        r = call_list("ListCgroups", &reply);
+        r = call_list(o, "ListCgroups", &reply);
         if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', "(sssutx)");
@@ -1068,11 +1121,9 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
                 log_error("\"%s\" is not a pid.", argv[1]);
                 return KSMCTL_EXIT_USAGE;
         }
-        r = bus_open(&bus, &error);
-        if (r < 0) {
-                log_error("ksmtuned2 is not running: %s", error.message);
-                return KSMCTL_EXIT_NOT_RUNNING;
-        }
+        r = bus_open(o, &bus, &error);
+        if (r < 0)
+                return exit_for_no_bus(o, r, &error);
         r = bus_call(bus, BUS_INTERFACE, "Explain", &error, &reply, "u", (uint32_t) pid);
         if (r < 0)
                 return exit_for_error(&error, r, "explain");
@@ -1174,7 +1225,7 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
                 uint64_t deadline;
                 int ret, r;
 
-                if (!bus && bus_open(&bus, &error) >= 0)
+                if (!bus && bus_open(o, &bus, &error) >= 0)
                         /* Redraw early when figures move; the period is the fallback. */
                         (void) sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.Properties",
                                                    "PropertiesChanged", on_properties_changed, &dirty);
@@ -1187,7 +1238,7 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
                 sigaddset(&stop_signals, SIGTERM);
                 sigaddset(&stop_signals, SIGHUP);
                 (void) sigprocmask(SIG_BLOCK, &stop_signals, &saved);
-                ret = status_get(bus, &s);
+                ret = status_get(o, bus, &s);
                 (void) sigprocmask(SIG_SETMASK, &saved, NULL);
                 if (monitor_stop)
                         break;
@@ -1264,6 +1315,8 @@ static const struct option options[] = {
         { "no-pager", no_argument, NULL, ARG_NO_PAGER },
         { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
         { "quiet", no_argument, NULL, 'q' },
+        { "host", required_argument, NULL, 'H' },
+        { "machine", required_argument, NULL, 'M' },
         { "cgroups", no_argument, NULL, ARG_CGROUPS },
         { "all", no_argument, NULL, ARG_ALL },
         { "interval", required_argument, NULL, ARG_INTERVAL },
@@ -1310,6 +1363,14 @@ static int parse_options(int argc, char **argv, const char *optstring, KsmctlOpt
                 case 'q':
                         o->quiet = true;
                         break;
+                case 'H':
+                case 'M':
+                        if (isempty(optarg)) {
+                                log_error("%s needs a name: -H [USER@]HOST, -M CONTAINER.", c == 'H' ? "--host" : "--machine");
+                                return KSMCTL_EXIT_USAGE;
+                        }
+                        *(c == 'H' ? &o->host : &o->machine) = optarg;
+                        break;
                 case ARG_CGROUPS:
                         o->cgroups = true;
                         break;
@@ -1346,7 +1407,7 @@ static int run_verb(int argc, char *argv[], KsmctlOptions *o) {
                 if (v->options) {
                         /* Options may follow the verb ("list --cgroups", "explain 42 --json"). */
                         optind = 0;
-                        r = parse_options(vargc, vargv, "hq", o);
+                        r = parse_options(vargc, vargv, "hqH:M:", o);
                         if (r >= 0)
                                 return r;
                         /* getopt moved the operands behind the options. */
@@ -1361,6 +1422,14 @@ static int run_verb(int argc, char *argv[], KsmctlOptions *o) {
                 }
                 if ((o->cgroups || o->all) && !streq(v->name, "list")) {
                         log_error("--cgroups and --all only apply to \"list\".");
+                        return KSMCTL_EXIT_USAGE;
+                }
+                if (o->host && o->machine) {
+                        log_error("-H and -M cannot be combined; -H HOST/CONTAINER reaches a container on HOST.");
+                        return KSMCTL_EXIT_USAGE;
+                }
+                if ((o->host || o->machine) && streq(v->name, "exec")) {
+                        log_error("exec runs the command here: -H and -M do not apply.");
                         return KSMCTL_EXIT_USAGE;
                 }
                 if (o->quiet)
@@ -1381,7 +1450,7 @@ int main(int argc, char *argv[]) {
          * numbers keep their C spelling ("2.4%", not "2,4%"). */
         (void) setlocale(LC_CTYPE, "");
         /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
-        r = parse_options(argc, argv, "+hq", &o);
+        r = parse_options(argc, argv, "+hqH:M:", &o);
         /* As systemctl: no command is the overview. */
         if (r < 0 && optind >= argc)
                 r = run_verb(1, status, &o);

@@ -32,6 +32,8 @@ typedef struct KsmctlOptions {
         bool no_pager;
         bool no_legend;                 /* tables without header and footer */
         bool quiet;                     /* read verbs print nothing: the exit status says it */
+        const char *host;               /* -H [USER@]HOST: over ssh */
+        const char *machine;            /* -M CONTAINER: a local container */
 } KsmctlOptions;
 
 static inline bool ksmctl_json_pretty(const KsmctlOptions *o, bool stream) {

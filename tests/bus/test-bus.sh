@@ -421,6 +421,31 @@ wait_for 5 sh -c "'$KSMCTL' explain $wl_pid | grep -q '^  verdict: dont-merge'" 
 rm "$tmp/policy.d/40-never.policy"; "$KSMCTL" reload || fail "ksmctl reload"
 ok "ksmctl list (--all, --json), list --cgroups (--json), explain (--json, missing pid exit 5), as nobody too; hostile names escaped; reload reclassifies"
 
+# --- 8c. -H: sd-bus runs "ssh ... HOST systemd-stdio-bridge"; this ssh runs
+# the bridge here, on the private bus, so ksmctl goes the whole remote way.
+mkdir -p "$tmp/bin"
+cat > "$tmp/bin/ssh" <<'SSH'
+#!/bin/sh
+printf '%s\n' "$*" >> "${0%/*}/ssh.log"
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift 2 # "--" and [USER@]HOST
+exec "$@" --bus-path="$DBUS_SYSTEM_BUS_ADDRESS"
+SSH
+chmod +x "$tmp/bin/ssh"
+remote() { PATH="$tmp/bin:$PATH" "$KSMCTL" -H root@ksmctl-test-host "$@"; }
+if command -v systemd-stdio-bridge >/dev/null; then
+        out=$(remote status) || fail "ksmctl -H status: $out"
+        grep -q "^ksmtuned2 .*: running, mode auto (dry run: nothing is written), every 300ms$" <<<"$out" || fail "-H status: $out"
+        remote list --no-legend | grep -q "^$wl_pid  *ksm-workload " || fail "-H list: $(remote list)"
+        remote explain $wl_pid | grep -q "^  verdict: merge, method none$" || fail "-H explain: $(remote explain $wl_pid)"
+        remote status --json | python3 -c 'import json,sys; assert json.load(sys.stdin)["daemon"]["running"] is True' ||
+                fail "-H status --json"
+        grep -q -- "-- root@ksmctl-test-host systemd-stdio-bridge" "$tmp/bin/ssh.log" || fail "ssh ran as: $(cat "$tmp/bin/ssh.log")"
+        ok "ksmctl -H: status, list, explain through ssh and systemd-stdio-bridge"
+else
+        echo "no systemd-stdio-bridge: ksmctl -H not checked end to end"
+fi
+
 # --- 9. The bus goes away and comes back: the daemon tunes on and reconnects.
 private_bus_stop
 sleep 1
@@ -433,6 +458,16 @@ ok "bus restarted: daemon tuned on, said so once, reconnected"
 
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ $rc = 0 ] || fail "daemon exited $rc on SIGTERM"
+# The host's bus answers without the daemon: "not running" (3), and not this
+# host's kernel figures under the other's name.
+if command -v systemd-stdio-bridge >/dev/null; then
+        out=$(remote status 2>&1); rc=$?
+        [ $rc = 3 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q "^ksmtuned2 is not running (" <<<"$out" ||
+                fail "-H status with the daemon stopped: rc $rc: $out"
+        remote status --json | python3 -c 'import json,sys; d = json.load(sys.stdin); assert list(d) == ["daemon"] and d["daemon"]["running"] is False, d' ||
+                fail "-H status --json with the daemon stopped"
+        out=$(remote pause 2>&1); [ $? = 3 ] || fail "-H pause with the daemon stopped: $out"
+fi
 # Written beside the file and renamed: nothing else is left behind.
 [ "$(ls "$tmp/metrics")" = ksmtuned2.prom ] || fail "temporary files left in the metrics directory: $(ls "$tmp/metrics")"
 echo "PASS"

@@ -116,6 +116,35 @@ else
         echo "script(1) not installed: the pager on a terminal not checked"
 fi
 
+# -H and -M through sd-bus: no remote host or container here, so what is
+# checked is the arguments, what reaches ssh, and a plain error (status 1,
+# or 2 for a name sd-bus refuses) instead of this host's kernel figures.
+mkdir "$tmp/bin"
+cat > "$tmp/bin/ssh" <<'SSH'
+#!/bin/sh
+printf '%s\n' "$*" >> "${0%/*}/ssh.log"
+echo "ssh: Could not resolve hostname somewhere: Name or service not known" >&2
+exit 255
+SSH
+chmod +x "$tmp/bin/ssh"
+for args in "-H user@somewhere status" "status --host=user@somewhere" "--host user@somewhere"; do
+        out2=$(PATH="$tmp/bin:$PATH" KSMCTL_ROOT=$tmp "$KSMCTL" $args 2>"$tmp/err"); rc=$?
+        [ $rc = 1 ] && [ -z "$out2" ] || fail "ksmctl $args: rc $rc (want 1), printed: $out2"
+        grep -qx "ksmctl: Cannot reach ksmtuned2: the system bus of host user@somewhere is not reachable: .*\." "$tmp/err" ||
+                fail "ksmctl $args said: $(cat "$tmp/err")"
+done
+# sd-bus runs ssh -xT ... -- user@somewhere systemd-stdio-bridge, as for systemctl -H.
+[ "$(grep -c -- "-- user@somewhere systemd-stdio-bridge" "$tmp/bin/ssh.log")" = 3 ] || fail "ssh ran as: $(cat "$tmp/bin/ssh.log")"
+out2=$(KSMCTL_ROOT=$tmp "$KSMCTL" -M ksmctl-test-no-such-container 2>&1); rc=$?
+[ $rc = 1 ] && [ "$out2" = "ksmctl: Cannot reach ksmtuned2: the system bus of container ksmctl-test-no-such-container is not reachable: no container of that name is running." ] ||
+        fail "-M with no such container: rc $rc: $out2"
+out2=$(KSMCTL_ROOT=$tmp "$KSMCTL" list --machine=bad/name 2>&1); rc=$?
+[ $rc = 2 ] && grep -q "container bad/name is not reachable: not a valid container name" <<<"$out2" || fail "-M bad/name: rc $rc: $out2"
+for bad in "-H ''" "--machine=" "-H a -M b" "-M c exec true"; do
+        out2=$(eval "\"\$KSMCTL\" $bad status" 2>&1); rc=$?
+        [ $rc = 2 ] || fail "ksmctl $bad: rc $rc (want 2): $out2"
+done
+
 # No KSM at all: still a plain answer.
 rm -rf "$tmp/sys/kernel/mm/ksm"
 out=$(KSMCTL_ROOT=$tmp "$KSMCTL" status 2>&1); rc=$?
