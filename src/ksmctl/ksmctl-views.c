@@ -83,12 +83,11 @@ static const char *format_clock(char *buf, size_t n, uint64_t realtime_usec, boo
         return buf;
 }
 
-static int open_daemon_bus(sd_bus **ret) {
+static int open_daemon_bus(const KsmctlOptions *o, sd_bus **ret) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        if (bus_open(ret, &error) < 0) {
-                log_error("ksmtuned2 is not running: %s", error.message);
-                return KSMCTL_EXIT_NOT_RUNNING;
-        }
+        int r = bus_open(o, ret, &error);
+        if (r < 0)
+                return exit_for_no_bus(o, r, &error);
         return KSMCTL_EXIT_OK;
 }
 
@@ -316,10 +315,10 @@ static void json_kv_delta(JsonWriter *w, const char *key, bool known, int64_t de
                 json_null(w);
 }
 
-static void json_top_frame(const TopFrame *f, const TopFrame *before) {
+static void json_top_frame(const KsmctlOptions *o, const TopFrame *f, const TopFrame *before) {
         JsonWriter w;
 
-        json_init(&w, stdout, false);
+        json_init(&w, stdout, ksmctl_json_pretty(o, /* stream= */ true));
         json_begin_object(&w);
         json_kv_u64(&w, "realtime_usec", now_usec(CLOCK_REALTIME));
         json_kv_u64(&w, "saved_bytes", f->now.saved_bytes);
@@ -358,7 +357,7 @@ int verb_top(int argc, char **argv, const KsmctlOptions *o) {
         sigset_t stop, saved;
         int r;
 
-        r = open_daemon_bus(&bus);
+        r = open_daemon_bus(o, &bus);
         if (r != KSMCTL_EXIT_OK)
                 return r;
         /* Ctrl-C ends the wait between frames, never a call to the daemon
@@ -377,7 +376,7 @@ int verb_top(int argc, char **argv, const KsmctlOptions *o) {
                 if (r != KSMCTL_EXIT_OK)
                         break;
                 if (o->json)
-                        json_top_frame(&f, previous);
+                        json_top_frame(o, &f, previous);
                 else {
                         fputs(tty ? "\033[H\033[2J" : previous ? "\n" : "", stdout);
                         print_top_frame(&f, previous, interval, tty);
@@ -435,11 +434,11 @@ static int read_samples(sd_bus_message *reply, Sample **ret, size_t *ret_n) {
         return 0;
 }
 
-static void json_samples(const Sample *s, size_t n) {
+static void json_samples(const KsmctlOptions *o, const Sample *s, size_t n) {
         JsonWriter w;
         char t[32];
 
-        json_init(&w, stdout, true);
+        json_init(&w, stdout, ksmctl_json_pretty(o, /* stream= */ false));
         json_begin_array(&w);
         for (size_t i = 0; i < n; i++) {
                 json_begin_object(&w);
@@ -635,7 +634,7 @@ int verb_history(int argc, char **argv, const KsmctlOptions *o) {
 
         if (o->since_usec > 0 && o->since_usec < realtime)
                 since = realtime - o->since_usec;
-        r = open_daemon_bus(&bus);
+        r = open_daemon_bus(o, &bus);
         if (r != KSMCTL_EXIT_OK)
                 return r;
         r = bus_call(bus, BUS_INTERFACE, "History", &error, &reply, "t", since);
@@ -645,7 +644,7 @@ int verb_history(int argc, char **argv, const KsmctlOptions *o) {
         if (r < 0)
                 return parse_failed(r);
         if (o->json) {
-                json_samples(s, n);
+                json_samples(o, s, n);
                 return KSMCTL_EXIT_OK;
         }
         r = overview_get(bus, &now);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <locale.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -18,18 +19,22 @@
 #include "bus-api.h"
 #include "json.h"
 #include "ksm-sysfs.h"
+#include "ksmctl-pager.h"
+#include "ksmctl-table.h"
 #include "ksmctl.h"
 #include "log.h"
 #include "root.h"
+#include "string-table.h"
 #include "util.h"
 
 #define DECISIONS_SHOWN 8
 
-static void help(void) {
-        printf("%s [OPTIONS...] COMMAND ...\n\n"
+static void help(const KsmctlOptions *o) {
+        (void) pager_open(!o->no_pager);
+        printf("%s [OPTIONS...] [COMMAND ...]\n\n"
                "Query and control ksmtuned2.\n\n"
                "Commands:\n"
-               "  status               Savings, costs, knobs, mode and last decisions\n"
+               "  status               Savings, costs, knobs, mode, decisions (the default)\n"
                "  list [--cgroups|--all] Processes (or cgroups/VMs/units), largest savings first\n"
                "  explain PID          Why the daemon treats PID as it does\n"
                "  monitor              Status, refreshed live until Ctrl-C\n"
@@ -44,7 +49,14 @@ static void help(void) {
                "\nOptions:\n"
                "  -h --help            Show this help\n"
                "     --version         Show the version\n"
-               "     --json            JSON output for read commands\n"
+               "     --json[=MODE]     JSON output for read commands: pretty, short or off\n"
+               "     --no-pager        Do not pipe long output into a pager\n"
+               "     --no-legend       Tables without their header and footer lines\n"
+               "  -q --quiet           status, list, explain: print nothing, exit status only\n"
+               "  -H --host=[USER@]HOST\n"
+               "                       Ask the daemon on HOST, over ssh\n"
+               "  -M --machine=CONTAINER\n"
+               "                       Ask the daemon in a local container\n"
                "     --cgroups         With list: one line per cgroup, VM or unit\n"
                "     --all             With list: every process, not only those KSM concerns\n"
                "     --interval=TIME   With monitor and top: refresh period (default 2s)\n"
@@ -54,7 +66,7 @@ static void help(void) {
 }
 
 static int verb_help(int argc, char **argv, const KsmctlOptions *o) {
-        help();
+        help(o);
         return KSMCTL_EXIT_OK;
 }
 
@@ -96,17 +108,55 @@ int exit_for_error(const sd_bus_error *e, int r, const char *what) {
         return KSMCTL_EXIT_FAILURE;
 }
 
-/* 0, or an exit status after having said why there is no bus. quiet: the
- * caller reports "not running" itself (status, monitor). */
-int bus_open(sd_bus **ret, sd_bus_error *error) {
+/* The system bus of this host; with -H, of HOST through ssh and
+ * systemd-stdio-bridge there; with -M, of a local container: the three
+ * transports of systemctl, through sd-bus's own functions. 0, or -errno
+ * with the reason in error. */
+int bus_open(const KsmctlOptions *o, sd_bus **ret, sd_bus_error *error) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        int r = sd_bus_open_system(&bus);
-        if (r < 0) {
-                sd_bus_error_set_errnof(error, r, "the system bus is not reachable: %s", strerror(-r));
-                return r;
+        const char *unique;
+        int r;
+
+        if (o->host)
+                r = sd_bus_open_system_remote(&bus, o->host);
+        else if (o->machine)
+                r = sd_bus_open_system_machine(&bus, o->machine);
+        else
+                r = sd_bus_open_system(&bus);
+        /* A remote bus is only a started ssh until its Hello is answered:
+         * wait for that, so an unreachable host fails here, as a missing
+         * local socket does, not in the middle of the first call. */
+        if (r >= 0 && o->host)
+                r = sd_bus_get_unique_name(bus, &unique);
+        if (r >= 0) {
+                *ret = TAKE_PTR(bus);
+                return 0;
         }
-        *ret = TAKE_PTR(bus);
-        return 0;
+        if (o->host)
+                sd_bus_error_set_errnof(error, r, "the system bus of host %s is not reachable: %s", o->host,
+                                        r == -EINVAL ? "not a valid [USER@]HOST" : strerror(-r));
+        else if (o->machine)
+                /* EHOSTDOWN: sd-bus's answer for a name /run/systemd/machines/ does not have. */
+                sd_bus_error_set_errnof(error, r, "the system bus of container %s is not reachable: %s", o->machine,
+                                        r == -EINVAL      ? "not a valid container name"
+                                        : r == -EHOSTDOWN ? "no container of that name is running"
+                                                          : strerror(-r));
+        else
+                sd_bus_error_set_errnof(error, r, "the system bus is not reachable: %s", strerror(-r));
+        return r;
+}
+
+/* The exit status when bus_open() failed. Here, no system bus means no
+ * daemon (3); a host or container out of reach says nothing about the
+ * daemon there, so that is a failure (1), or a usage error for a name
+ * sd-bus refuses. */
+int exit_for_no_bus(const KsmctlOptions *o, int r, const sd_bus_error *error) {
+        if (!o->host && !o->machine) {
+                log_error("ksmtuned2 is not running: %s", error->message);
+                return KSMCTL_EXIT_NOT_RUNNING;
+        }
+        log_error("Cannot reach ksmtuned2: %s.", error->message);
+        return r == -EINVAL ? KSMCTL_EXIT_USAGE : KSMCTL_EXIT_FAILURE;
 }
 
 /* A method call that never starts the daemon through bus activation:
@@ -131,17 +181,16 @@ int bus_call(sd_bus *bus, const char *interface, const char *member, sd_bus_erro
         return sd_bus_call(bus, m, 0, error, ret_reply);
 }
 
-static int call_simple(const char *method, const char *what, const char *types, const char *arg) {
+static int call_simple(const KsmctlOptions *o, const char *method, const char *what, const char *types,
+                       const char *arg) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        r = bus_open(&bus, &error);
-        if (r < 0) {
-                log_error("ksmtuned2 is not running: %s", error.message);
-                return KSMCTL_EXIT_NOT_RUNNING;
-        }
+        r = bus_open(o, &bus, &error);
+        if (r < 0)
+                return exit_for_no_bus(o, r, &error);
         if (types)
                 r = bus_call(bus, BUS_INTERFACE, method, &error, &reply, types, arg);
         else
@@ -152,19 +201,19 @@ static int call_simple(const char *method, const char *what, const char *types, 
 }
 
 static int verb_reload(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("Reload", "reload", NULL, NULL);
+        return call_simple(o, "Reload", "reload", NULL, NULL);
 }
 
 static int verb_pause(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("Pause", "pause", NULL, NULL);
+        return call_simple(o, "Pause", "pause", NULL, NULL);
 }
 
 static int verb_resume(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("Resume", "resume", NULL, NULL);
+        return call_simple(o, "Resume", "resume", NULL, NULL);
 }
 
 static int verb_set_mode(int argc, char **argv, const KsmctlOptions *o) {
-        return call_simple("SetMode", "set the mode", "s", argv[1]);
+        return call_simple(o, "SetMode", "set the mode", "s", argv[1]);
 }
 
 /* ---- status ---- */
@@ -188,6 +237,7 @@ typedef struct StatusDecision {
 
 typedef struct Status {
         bool running;
+        bool remote;            /* -H, -M: no kernel figures of this host when not running */
         char *not_running_reason;
         char *version, *state, *mode, *kernel_release, *cgroup_layout, *config_path;
         char *controller_phase, *controller_reason;
@@ -481,16 +531,20 @@ static int status_from_kernel(Status *s) {
 }
 
 /* Fills s from the daemon, or (not running) from the kernel. Returns an
- * exit status: OK, NOT_RUNNING (s still filled from the kernel), or a
- * failure already reported. bus may be NULL: then one is opened. */
-static int status_get(sd_bus *bus, Status *s) {
+ * exit status: OK, NOT_RUNNING (s still filled from the kernel, but for
+ * -H or -M: this host's kernel is not theirs), or a failure already
+ * reported. bus may be NULL: then one is opened. */
+static int status_get(const KsmctlOptions *o, sd_bus *bus, Status *s) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *own = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r = 0;
 
+        s->remote = o->host || o->machine;
         if (!bus) {
-                r = bus_open(&own, &error);
+                r = bus_open(o, &own, &error);
+                if (r < 0 && s->remote)
+                        return exit_for_no_bus(o, r, &error);
                 bus = own;
         }
         if (bus)
@@ -508,6 +562,8 @@ static int status_get(sd_bus *bus, Status *s) {
         if (bus && sd_bus_error_is_set(&error) && !error_means_not_running(&error))
                 return exit_for_error(&error, r, "read the daemon's status");
         s->not_running_reason = strdup(error.message ?: strerror(-r));
+        if (s->remote)
+                return KSMCTL_EXIT_NOT_RUNNING;
         r = status_from_kernel(s);
         if (r < 0)
                 log_warning_errno(r, "Cannot read the kernel's KSM counters either: %m");
@@ -527,32 +583,82 @@ const char *format_realtime(char *buf, size_t n, uint64_t usec) {
         return buf;
 }
 
-/* "Label:      item item item", wrapped under the label at 79 columns. */
+/* Every size ksmctl prints goes through format_bytes(): IEC units, one
+ * decimal. */
+const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
+        if (v >= 0)
+                return format_bytes(buf, n, (uint64_t) v);
+        buf[0] = '-';
+        format_bytes(buf + 1, n - 1, UINT64_C(0) - (uint64_t) v); /* INT64_MIN too */
+        return buf;
+}
+
+/* "1.0 GiB (262144 pages)": the size people read, the count the kernel's
+ * files and tools show. */
+static const char *format_pages(char *buf, size_t n, uint64_t pages) {
+        char bytes[32];
+        snprintf(buf, n, "%s (%" PRIu64 " page%s)", format_bytes(bytes, sizeof bytes, pages * page_size()), pages,
+                 pages == 1 ? "" : "s");
+        return buf;
+}
+
+/* A counter of /sys/kernel/mm/ksm as its unit wants it: pages as a size,
+ * general_profit (bytes already) as a signed size, the rest (full_scans,
+ * stable node counts, a counter this ksmctl does not know) as numbers. */
+static const char *format_counter(char *buf, size_t n, const NamedValue *v) {
+        switch (ksm_key_from_string(v->name)) {
+        case KSM_PAGES_SHARED:
+        case KSM_PAGES_SHARING:
+        case KSM_PAGES_UNSHARED:
+        case KSM_PAGES_VOLATILE:
+        case KSM_PAGES_SCANNED:
+        case KSM_PAGES_SKIPPED:
+        case KSM_ZERO_PAGES:
+                if (v->number >= 0)
+                        return format_pages(buf, n, (uint64_t) v->number);
+                break;
+        case KSM_GENERAL_PROFIT:
+                return format_signed_bytes(buf, n, v->number);
+        default:
+                break;
+        }
+        snprintf(buf, n, "%" PRIi64, v->number);
+        return buf;
+}
+
+/* "Label:      item item item", wrapped under the label one column short
+ * of the terminal's width (79 when it has none: a pipe, a file). */
 static void print_wrapped(FILE *f, const char *label, char **items, size_t n) {
-        const int indent = 12;
-        int col = fprintf(f, "%-*s", indent, label);
+        const size_t indent = 12, limit = (terminal_columns() ?: 80) - 1;
+        size_t col = (size_t) fprintf(f, "%-*s", (int) indent, label);
         for (size_t i = 0; i < n; i++) {
-                int len = (int) strlen(items[i]);
-                if (i > 0 && col + 1 + len > 79) {
-                        fprintf(f, "\n%*s", indent, "");
+                size_t len = text_width(items[i]);
+                if (i > 0 && col + 1 + len > limit) {
+                        fprintf(f, "\n%*s", (int) indent, "");
                         col = indent;
                 } else if (i > 0)
-                        col += fprintf(f, " ");
-                col += fprintf(f, "%s", items[i]);
+                        col += (size_t) fprintf(f, " ");
+                col += len;
+                fputs(items[i], f);
         }
         fputc('\n', f);
 }
 
-static void print_pairs(FILE *f, const char *label, const NamedList *l, bool numbers) {
+/* Knobs as "name=value"; counters as "name=size (pages)," since a size
+ * has blanks in it, the comma says where one ends. */
+static void print_pairs(FILE *f, const char *label, const NamedList *l, bool counters) {
         _cleanup_strv_free_ char **items = calloc(l->n + 1, sizeof(char *));
         if (!items)
                 return;
-        for (size_t i = 0; i < l->n; i++)
-                if (numbers ? asprintf(&items[i], "%s=%" PRIi64, l->items[i].name, l->items[i].number) < 0
-                            : asprintf(&items[i], "%s=%s", l->items[i].name, strna(l->items[i].text)) < 0) {
+        for (size_t i = 0; i < l->n; i++) {
+                char v[64];
+                if (counters ? asprintf(&items[i], "%s=%s%s", l->items[i].name, format_counter(v, sizeof v, &l->items[i]),
+                                        i + 1 < l->n ? "," : "") < 0
+                             : asprintf(&items[i], "%s=%s", l->items[i].name, strna(l->items[i].text)) < 0) {
                         items[i] = NULL;
                         return;
                 }
+        }
         print_wrapped(f, label, items, l->n);
 }
 
@@ -572,17 +678,10 @@ static void print_savings(FILE *f, const Status *s) {
         char saved[32], profit[40];
         const NamedValue *sharing = named_list_find(&s->counters, "pages_sharing");
 
-        format_bytes(saved, sizeof saved, s->saved_bytes);
-        if (s->have_general_profit) {
-                if (s->general_profit_bytes < 0) {
-                        format_bytes(profit + 1, sizeof profit - 1, (uint64_t) -s->general_profit_bytes);
-                        profit[0] = '-';
-                } else
-                        format_bytes(profit, sizeof profit, (uint64_t) s->general_profit_bytes);
-        }
-        fprintf(f, "%-12s%s (%" PRIi64 " pages sharing)", "Saved:", saved, sharing ? sharing->number : 0);
+        fprintf(f, "%-12s%s (%" PRIi64 " pages sharing)", "Saved:", format_bytes(saved, sizeof saved, s->saved_bytes),
+                sharing ? sharing->number : 0);
         if (s->have_general_profit)
-                fprintf(f, "; general profit %s", profit);
+                fprintf(f, "; general profit %s", format_signed_bytes(profit, sizeof profit, s->general_profit_bytes));
         fputc('\n', f);
 }
 
@@ -591,6 +690,8 @@ static void print_status(FILE *f, const Status *s) {
 
         if (!s->running) {
                 fprintf(f, "ksmtuned2 is not running (%s).\n", strna(s->not_running_reason));
+                if (s->remote)
+                        return;
                 if (s->knobs.n == 0 && s->counters.n == 0) {
                         fprintf(f, "The kernel's KSM counters cannot be read either.\n");
                         return;
@@ -647,6 +748,11 @@ static void json_status(JsonWriter *w, const Status *s) {
                 json_kv_u64(w, "ticks", s->ticks);
         }
         json_end_object(w);
+        if (!s->running && s->remote) {
+                /* This host's kernel figures would pass for the other's. */
+                json_end_object(w);
+                return;
+        }
 
         json_key(w, "savings");
         json_begin_object(w);
@@ -725,13 +831,16 @@ static void json_status(JsonWriter *w, const Status *s) {
 
 static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
         _cleanup_(status_done) Status s = {};
-        int ret = status_get(NULL, &s);
+        int ret = status_get(o, NULL, &s);
 
         if (ret != KSMCTL_EXIT_OK && ret != KSMCTL_EXIT_NOT_RUNNING)
                 return ret;
+        if (o->quiet)
+                return ret;
+        (void) pager_open(!o->no_pager);
         if (o->json) {
                 JsonWriter w;
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_status(&w, &s);
                 fputc('\n', stdout);
         } else
@@ -741,14 +850,6 @@ static int verb_status(int argc, char **argv, const KsmctlOptions *o) {
 
 
 /* ---- list, explain ---- */
-
-const char *format_signed_bytes(char *buf, size_t n, int64_t v) {
-        if (v >= 0)
-                return format_bytes(buf, n, (uint64_t) v);
-        buf[0] = '-';
-        format_bytes(buf + 1, n - 1, (uint64_t) -v);
-        return buf;
-}
 
 /* The most telling name of where a process lives: its VM, else its unit,
  * else its cgroup path. */
@@ -762,24 +863,37 @@ static const char *where(const char *cgroup, const char *unit, const char *vm, c
         return buf;
 }
 
-static int call_list(const char *method, sd_bus_message **ret_reply) {
+static int call_list(const KsmctlOptions *o, const char *method, sd_bus_message **ret_reply) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         int r;
 
-        r = bus_open(&bus, &error);
-        if (r < 0) {
-                log_error("ksmtuned2 is not running: %s", error.message);
-                return KSMCTL_EXIT_NOT_RUNNING;
-        }
+        r = bus_open(o, &bus, &error);
+        if (r < 0)
+                return exit_for_no_bus(o, r, &error);
         r = bus_call(bus, BUS_INTERFACE, method, &error, ret_reply, NULL);
         if (r < 0)
                 return exit_for_error(&error, r, "list");
         return KSMCTL_EXIT_OK;
 }
 
+/* The widths ksmctl list had before it followed the terminal: as least as
+ * wide, so the columns stay where people are used to them. */
+static const TableColumn process_columns[] = {
+        { "PID", false, 8 },
+        { "COMM", false, 16 },
+        { "MERGED", true, 10 },
+        { "PROFIT", true, 10 },
+        { "VERDICT", false, 12 },
+        { "METHOD", false, 8 },
+        { "ON", false, 3 },
+        { "WHERE", false, 0 },
+        { "POLICY", false, 0 },
+};
+
 static int list_processes(const KsmctlOptions *o) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(table_done) Table t = {};
         const char *comm, *cgroup, *unit, *vm, *policy, *verdict, *method, *reason;
         uint64_t pages, total_pages = 0, shown = 0, all = 0;
         int32_t pid;
@@ -787,21 +901,21 @@ static int list_processes(const KsmctlOptions *o) {
         int merging, r;
         JsonWriter w;
 
-        r = call_list("ListProcesses", &reply);
-        if (r != KSMCTL_EXIT_OK)
+        r = call_list(o, "ListProcesses", &reply);
+        if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', "(isssssssbtxs)");
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        (void) pager_open(!o->no_pager);
         if (o->json) {
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_array(&w);
         } else
-                printf("%-8s %-16s %10s %10s %-12s %-8s %-3s %s\n", "PID", "COMM", "MERGED", "PROFIT", "VERDICT",
-                       "METHOD", "ON", "WHERE  POLICY");
+                table_init(&t, process_columns, ELEMENTSOF(process_columns));
         while ((r = sd_bus_message_read(reply, "(isssssssbtxs)", &pid, &comm, &cgroup, &unit, &vm, &policy, &verdict,
                                         &method, &merging, &pages, &profit, &reason)) > 0) {
-                char a[32], b[40], place[512];
+                char a[32], b[40], place[512], pid_text[16];
 
                 all++;
                 total_pages += pages;
@@ -827,26 +941,42 @@ static int list_processes(const KsmctlOptions *o) {
                         json_end_object(&w);
                         continue;
                 }
-                printf("%-8" PRIi32 " %-16s %10s %10s %-12s %-8s %-3s %s%s%s\n", pid, CESCAPE(comm, CESCAPE_ASCII),
-                       format_bytes(a, sizeof a, pages * page_size()), format_signed_bytes(b, sizeof b, profit),
-                       ESC(verdict), isempty(method) ? "-" : ESC(method), merging ? "yes" : "no",
-                       ESC(where(cgroup, unit, vm, place, sizeof place)), isempty(policy) ? "" : "  ", ESC(policy));
+                snprintf(pid_text, sizeof pid_text, "%" PRIi32, pid);
+                r = table_add_row(&t, pid_text, CESCAPE(comm, CESCAPE_ASCII),
+                                  format_bytes(a, sizeof a, pages * page_size()), format_signed_bytes(b, sizeof b, profit),
+                                  ESC(verdict), isempty(method) ? "-" : ESC(method), merging ? "yes" : "no",
+                                  ESC(where(cgroup, unit, vm, place, sizeof place)), isempty(policy) ? "-" : ESC(policy),
+                                  NULL);
+                if (r < 0)
+                        return log_oom(), KSMCTL_EXIT_FAILURE;
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
         if (o->json) {
                 json_end_array(&w);
                 fputc('\n', stdout);
-        } else {
-                char t[32];
+                return KSMCTL_EXIT_OK;
+        }
+        table_print(&t, stdout, terminal_columns(), !o->no_legend);
+        if (!o->no_legend) {
+                char total[32];
                 printf("\n%" PRIu64 " of %" PRIu64 " processes shown%s; %s merging in all.\n", shown, all,
-                       o->all ? "" : " (--all for every one)", format_bytes(t, sizeof t, total_pages * page_size()));
+                       o->all ? "" : " (--all for every one)", format_bytes(total, sizeof total, total_pages * page_size()));
         }
         return KSMCTL_EXIT_OK;
 }
 
+static const TableColumn cgroup_columns[] = {
+        { "MERGED", true, 10 },
+        { "PROFIT", true, 10 },
+        { "PROCS", true, 6 },
+        { "VM/UNIT", false, 24 },
+        { "CGROUP", false, 0 },
+};
+
 static int list_cgroups(const KsmctlOptions *o) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(table_done) Table t = {};
         const char *cgroup, *unit, *vm;
         uint32_t processes;
         uint64_t pages;
@@ -855,19 +985,20 @@ static int list_cgroups(const KsmctlOptions *o) {
         JsonWriter w;
         int r;
 
-        r = call_list("ListCgroups", &reply);
-        if (r != KSMCTL_EXIT_OK)
+        r = call_list(o, "ListCgroups", &reply);
+        if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
         r = sd_bus_message_enter_container(reply, 'a', "(sssutx)");
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        (void) pager_open(!o->no_pager);
         if (o->json) {
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_array(&w);
         } else
-                printf("%10s %10s %6s  %-24s %s\n", "MERGED", "PROFIT", "PROCS", "VM/UNIT", "CGROUP");
+                table_init(&t, cgroup_columns, ELEMENTSOF(cgroup_columns));
         while ((r = sd_bus_message_read(reply, "(sssutx)", &cgroup, &unit, &vm, &processes, &pages, &profit)) > 0) {
-                char a[32], b[40], name[256];
+                char a[32], b[40], name[256], procs[16], path[CESCAPE_BUF_SIZE + 1];
                 n++;
                 if (o->json) {
                         json_begin_object(&w);
@@ -885,15 +1016,22 @@ static int list_cgroups(const KsmctlOptions *o) {
                         snprintf(name, sizeof name, "vm:%s", vm);
                 else
                         snprintf(name, sizeof name, "%s", isempty(unit) ? "-" : unit);
-                printf("%10s %10s %6" PRIu32 "  %-24s /%s\n", format_bytes(a, sizeof a, pages * page_size()),
-                       format_signed_bytes(b, sizeof b, profit), processes, ESC(name), ESC(cgroup));
+                snprintf(procs, sizeof procs, "%" PRIu32, processes);
+                snprintf(path, sizeof path, "/%s", ESC(cgroup));
+                r = table_add_row(&t, format_bytes(a, sizeof a, pages * page_size()),
+                                  format_signed_bytes(b, sizeof b, profit), procs, ESC(name), path, NULL);
+                if (r < 0)
+                        return log_oom(), KSMCTL_EXIT_FAILURE;
         }
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
         if (o->json) {
                 json_end_array(&w);
                 fputc('\n', stdout);
-        } else
+                return KSMCTL_EXIT_OK;
+        }
+        table_print(&t, stdout, terminal_columns(), !o->no_legend);
+        if (!o->no_legend)
                 printf("\n%zu cgroup%s.\n", n, n == 1 ? "" : "s");
         return KSMCTL_EXIT_OK;
 }
@@ -1005,21 +1143,22 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
                 log_error("\"%s\" is not a pid.", argv[1]);
                 return KSMCTL_EXIT_USAGE;
         }
-        r = bus_open(&bus, &error);
-        if (r < 0) {
-                log_error("ksmtuned2 is not running: %s", error.message);
-                return KSMCTL_EXIT_NOT_RUNNING;
-        }
+        r = bus_open(o, &bus, &error);
+        if (r < 0)
+                return exit_for_no_bus(o, r, &error);
         r = bus_call(bus, BUS_INTERFACE, "Explain", &error, &reply, "u", (uint32_t) pid);
         if (r < 0)
                 return exit_for_error(&error, r, "explain");
         r = read_facts(reply, &f);
         if (r < 0)
                 return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        if (o->quiet)
+                return KSMCTL_EXIT_OK;
 
+        (void) pager_open(!o->no_pager);
         if (o->json) {
                 JsonWriter w;
-                json_init(&w, stdout, true);
+                json_init(&w, stdout, ksmctl_json_pretty(o, false));
                 json_begin_object(&w);
                 for (const Fact *x = f; x->key; x++) {
                         json_key(&w, x->key);
@@ -1047,7 +1186,7 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
                 return KSMCTL_EXIT_OK;
         }
 
-        char a[32], b[40], c[32];
+        char a[64], b[40], c[32];
         int64_t merging = fact_i(f, "merging");
         printf("pid %" PRIi64 " (%s), uid %" PRIi64 "%s%s\n", fact_i(f, "pid"),
                CESCAPE(fact_s(f, "comm"), CESCAPE_ASCII), fact_i(f, "uid"), *fact_s(f, "exe") ? ", " : "",
@@ -1067,9 +1206,9 @@ static int verb_explain(int argc, char **argv, const KsmctlOptions *o) {
         printf("\n  %-9s%s\n", "policy:", *fact_s(f, "policy") ? ESC(fact_s(f, "policy")) : "none matched");
         if (*fact_s(f, "reason"))
                 printf("  %-9s%s\n", "because:", ESC(fact_s(f, "reason")));
-        printf("  %-9s%s, %" PRIi64 " pages (%s), profit %s; anon RSS %s\n", "merging:",
-               merging > 0 ? "on" : merging == 0 ? "off" : "not known yet", fact_i(f, "merging_pages"),
-               format_bytes(a, sizeof a, (uint64_t) fact_i(f, "merging_pages") * page_size()),
+        printf("  %-9s%s, %s, profit %s; anon RSS %s\n", "merging:",
+               merging > 0 ? "on" : merging == 0 ? "off" : "not known yet",
+               format_pages(a, sizeof a, (uint64_t) fact_i(f, "merging_pages")),
                format_signed_bytes(b, sizeof b, fact_i(f, "profit_bytes")),
                format_bytes(c, sizeof c, (uint64_t) fact_i(f, "rss_anon_bytes")));
         if (fact_i(f, "slow"))
@@ -1108,7 +1247,7 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
                 uint64_t deadline;
                 int ret, r;
 
-                if (!bus && bus_open(&bus, &error) >= 0)
+                if (!bus && bus_open(o, &bus, &error) >= 0)
                         /* Redraw early when figures move; the period is the fallback. */
                         (void) sd_bus_match_signal(bus, NULL, BUS_NAME, BUS_PATH, "org.freedesktop.DBus.Properties",
                                                    "PropertiesChanged", on_properties_changed, &dirty);
@@ -1121,7 +1260,7 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
                 sigaddset(&stop_signals, SIGTERM);
                 sigaddset(&stop_signals, SIGHUP);
                 (void) sigprocmask(SIG_BLOCK, &stop_signals, &saved);
-                ret = status_get(bus, &s);
+                ret = status_get(o, bus, &s);
                 (void) sigprocmask(SIG_SETMASK, &saved, NULL);
                 if (monitor_stop)
                         break;
@@ -1131,7 +1270,7 @@ static int verb_monitor(int argc, char **argv, const KsmctlOptions *o) {
                         bus = sd_bus_flush_close_unref(bus); /* a restarted bus needs a new connection */
                 if (o->json) {
                         JsonWriter w;
-                        json_init(&w, stdout, false);
+                        json_init(&w, stdout, ksmctl_json_pretty(o, true));
                         json_status(&w, &s);
                         fputc('\n', stdout);
                 } else {
@@ -1192,11 +1331,16 @@ static const KsmctlVerb verbs[] = {
         { "exec", 0, -1, verb_exec, .options = false },
 };
 
-enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL, ARG_SINCE };
+enum { ARG_VERSION = 0x100, ARG_JSON, ARG_CGROUPS, ARG_ALL, ARG_INTERVAL, ARG_SINCE, ARG_NO_PAGER, ARG_NO_LEGEND };
 static const struct option options[] = {
         { "help", no_argument, NULL, 'h' },
         { "version", no_argument, NULL, ARG_VERSION },
-        { "json", no_argument, NULL, ARG_JSON },
+        { "json", optional_argument, NULL, ARG_JSON },
+        { "no-pager", no_argument, NULL, ARG_NO_PAGER },
+        { "no-legend", no_argument, NULL, ARG_NO_LEGEND },
+        { "quiet", no_argument, NULL, 'q' },
+        { "host", required_argument, NULL, 'H' },
+        { "machine", required_argument, NULL, 'M' },
         { "cgroups", no_argument, NULL, ARG_CGROUPS },
         { "all", no_argument, NULL, ARG_ALL },
         { "interval", required_argument, NULL, ARG_INTERVAL },
@@ -1205,19 +1349,53 @@ static const struct option options[] = {
         {},
 };
 
-/* Returns -1 to go on, else an exit status. */
+/* systemctl's names; plain --json (AUTO) has none of its own. */
+static const char *const json_mode_table[] = {
+        [KSMCTL_JSON_OFF] = "off",
+        [KSMCTL_JSON_PRETTY] = "pretty",
+        [KSMCTL_JSON_SHORT] = "short",
+};
+
+/* Returns -1 to go on, else an exit status. Help waits for the end of the
+ * options, so that "-h --no-pager" has no pager. */
 static int parse_options(int argc, char **argv, const char *optstring, KsmctlOptions *o) {
+        bool want_help = false;
+        ssize_t mode;
         int c;
+
         while ((c = getopt_long(argc, argv, optstring, options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
-                        help();
-                        return KSMCTL_EXIT_OK;
+                        want_help = true;
+                        break;
                 case ARG_VERSION:
                         printf("ksmctl %s\n", PACKAGE_VERSION);
                         return KSMCTL_EXIT_OK;
                 case ARG_JSON:
-                        o->json = true;
+                        mode = optarg ? string_table_from_string(json_mode_table, ELEMENTSOF(json_mode_table), optarg)
+                                      : KSMCTL_JSON_AUTO;
+                        if (mode < 0) {
+                                log_error("Bad --json=%s: pretty, short or off.", optarg);
+                                return KSMCTL_EXIT_USAGE;
+                        }
+                        o->json = (KsmctlJson) mode;
+                        break;
+                case ARG_NO_PAGER:
+                        o->no_pager = true;
+                        break;
+                case ARG_NO_LEGEND:
+                        o->no_legend = true;
+                        break;
+                case 'q':
+                        o->quiet = true;
+                        break;
+                case 'H':
+                case 'M':
+                        if (isempty(optarg)) {
+                                log_error("%s needs a name: -H [USER@]HOST, -M CONTAINER.", c == 'H' ? "--host" : "--machine");
+                                return KSMCTL_EXIT_USAGE;
+                        }
+                        *(c == 'H' ? &o->host : &o->machine) = optarg;
                         break;
                 case ARG_CGROUPS:
                         o->cgroups = true;
@@ -1246,34 +1424,28 @@ static int parse_options(int argc, char **argv, const char *optstring, KsmctlOpt
                 default:
                         return KSMCTL_EXIT_USAGE;
                 }
+        if (want_help) {
+                help(o);
+                return KSMCTL_EXIT_OK;
+        }
         return -1;
 }
 
-int main(int argc, char *argv[]) {
-        KsmctlOptions o = {};
+static int run_verb(int argc, char *argv[], KsmctlOptions *o) {
+        const char *name = argv[0];
         int r;
 
-        log_set_target(LOG_TARGET_STDERR);
-        /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
-        r = parse_options(argc, argv, "+hn:", &o);
-        if (r >= 0)
-                return r;
-        if (optind >= argc) {
-                help();
-                return KSMCTL_EXIT_USAGE;
-        }
-        const char *name = argv[optind];
         for (size_t i = 0; i < ELEMENTSOF(verbs); i++) {
                 const KsmctlVerb *v = &verbs[i];
-                int vargc = argc - optind;
-                char **vargv = argv + optind;
+                int vargc = argc;
+                char **vargv = argv;
 
                 if (!streq(v->name, name))
                         continue;
                 if (v->options) {
                         /* Options may follow the verb ("list --cgroups", "explain 42 --json"). */
                         optind = 0;
-                        r = parse_options(vargc, vargv, "hn:", &o);
+                        r = parse_options(vargc, vargv, "hqn:H:M:", o);
                         if (r >= 0)
                                 return r;
                         /* getopt moved the operands behind the options. */
@@ -1286,16 +1458,46 @@ int main(int argc, char *argv[]) {
                         log_error("Wrong number of arguments for \"%s\"; see --help.", name);
                         return KSMCTL_EXIT_USAGE;
                 }
-                if ((o.cgroups || o.all) && !streq(v->name, "list")) {
+                if ((o->cgroups || o->all) && !streq(v->name, "list")) {
                         log_error("--cgroups and --all only apply to \"list\".");
                         return KSMCTL_EXIT_USAGE;
                 }
-                if ((o.iterations && !streq(v->name, "top")) || (o.since_usec && !streq(v->name, "history"))) {
+                if ((o->iterations && !streq(v->name, "top")) || (o->since_usec && !streq(v->name, "history"))) {
                         log_error("--iterations only applies to \"top\", --since only to \"history\".");
                         return KSMCTL_EXIT_USAGE;
                 }
-                return v->run(vargc, vargv, &o);
+                if (o->host && o->machine) {
+                        log_error("-H and -M cannot be combined; -H HOST/CONTAINER reaches a container on HOST.");
+                        return KSMCTL_EXIT_USAGE;
+                }
+                if ((o->host || o->machine) && streq(v->name, "exec")) {
+                        log_error("exec runs the command here: -H and -M do not apply.");
+                        return KSMCTL_EXIT_USAGE;
+                }
+                if (o->quiet)
+                        log_set_max_level(LOG_ERR);
+                return v->run(vargc, vargv, o);
         }
         log_error("Unknown command \"%s\"; see --help.", name);
         return KSMCTL_EXIT_USAGE;
+}
+
+int main(int argc, char *argv[]) {
+        KsmctlOptions o = {};
+        char *status[] = { (char *) "status", NULL };
+        int r;
+
+        log_set_target(LOG_TARGET_STDERR);
+        /* Only the character set, for the width of names and the ellipsis:
+         * numbers keep their C spelling ("2.4%", not "2,4%"). */
+        (void) setlocale(LC_CTYPE, "");
+        /* "+" stops at the first non-option, so "exec -- CMD ARGS" keeps its own arguments. */
+        r = parse_options(argc, argv, "+hqn:H:M:", &o);
+        /* As systemctl: no command is the overview. */
+        if (r < 0 && optind >= argc)
+                r = run_verb(1, status, &o);
+        else if (r < 0)
+                r = run_verb(argc - optind, argv + optind, &o);
+        pager_close();
+        return r;
 }

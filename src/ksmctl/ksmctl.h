@@ -19,14 +19,33 @@ enum {
         KSMCTL_EXIT_NO_SUCH_PROCESS = 5,
 };
 
+/* --json=MODE. Off is 0, so "if (o->json)" reads as before. Plain --json
+ * is AUTO: indented for a verb that prints one document, one line per
+ * document for one that streams them (monitor), as it always was. */
+typedef enum KsmctlJson {
+        KSMCTL_JSON_OFF = 0,
+        KSMCTL_JSON_AUTO,
+        KSMCTL_JSON_PRETTY,
+        KSMCTL_JSON_SHORT,
+} KsmctlJson;
+
 typedef struct KsmctlOptions {
-        bool json;
+        KsmctlJson json;
         bool cgroups;                   /* list --cgroups */
         bool all;                       /* list --all */
         uint64_t interval_usec;         /* monitor, top --interval= */
         unsigned iterations;            /* top -n/--iterations=, 0: until Ctrl-C */
         uint64_t since_usec;            /* history --since=, 0: all it keeps */
+        bool no_pager;
+        bool no_legend;                 /* tables without header and footer */
+        bool quiet;                     /* read verbs print nothing: the exit status says it */
+        const char *host;               /* -H [USER@]HOST: over ssh */
+        const char *machine;            /* -M CONTAINER: a local container */
 } KsmctlOptions;
+
+static inline bool ksmctl_json_pretty(const KsmctlOptions *o, bool stream) {
+        return o->json == KSMCTL_JSON_PRETTY || (o->json == KSMCTL_JSON_AUTO && !stream);
+}
 
 /* A verb gets argv starting at its own name; max_args -1 means unbounded.
  * Options after the verb's name (status --json, list --cgroups) are parsed
@@ -48,7 +67,8 @@ int verb_exec(int argc, char **argv, const KsmctlOptions *o);
  * daemon through bus activation; exit_for_error() says what went wrong and
  * returns the exit status for it. properties_parse() hands each property
  * of a GetAll reply to read_one, which must read or skip its variant. */
-int bus_open(sd_bus **ret, sd_bus_error *error);
+int bus_open(const KsmctlOptions *o, sd_bus **ret, sd_bus_error *error);
+int exit_for_no_bus(const KsmctlOptions *o, int r, const sd_bus_error *error);
 int bus_call(sd_bus *bus, const char *interface, const char *member, sd_bus_error *error,
              sd_bus_message **ret_reply, const char *types, ...);
 int exit_for_error(const sd_bus_error *e, int r, const char *what);

@@ -17,6 +17,7 @@ command -v promtool >/dev/null || { echo "FAIL: no promtool: .ci/install-deps in
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
 
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
+unset COLUMNS # ksmctl's tables take their natural width (not a terminal)
 KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 MEMBERS="$SOURCE_ROOT/tests/bus/introspect-members.py"
 IFACE=org.ksmtuned2.Manager1
@@ -263,6 +264,9 @@ grep -q "^ksmd: .*CPU [0-9.]*%, blocked on mmap_lock [0-9.]*%, elsewhere [0-9.]*
 grep -Eq "^Controller: (maintain|burst|decay|idle), allowance ([0-9.]+(us|ms|s|min) left|overdrawn by .*|spent): .+$" <<<"$out" ||
         fail "status controller line: $out"
 grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
+# Pages as sizes, with the count; full_scans is a plain number.
+grep -q "^Counters:   pages_shared=[0-9.]* \([KMGTP]i\)\?B ([0-9]* pages\?)," <<<"$out" || fail "status counters: $out"
+grep -q " full_scans=[0-9]*,\?$\| full_scans=[0-9]*, " <<<"$out" || fail "status full_scans: $out"
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
 grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
 grep -q "^Memory: .* available of .*iB$" <<<"$out" || fail "status memory: $out"
@@ -293,6 +297,9 @@ out=$("$KSMCTL" set-mode warp 2>&1); rc=$?
 "$KSMCTL" pause && "$KSMCTL" status | grep -q ": paused, " || fail "ksmctl pause"
 "$KSMCTL" resume && "$KSMCTL" status | grep -q ": running, " || fail "ksmctl resume"
 "$KSMCTL" reload || fail "ksmctl reload"
+"$KSMCTL" | grep -q "^ksmtuned2 .*: running, " || fail "ksmctl without a command is not status"
+out=$(as_nobody "$KSMCTL" -q); rc=$?
+[ $rc = 0 ] && [ -z "$out" ] || fail "ksmctl -q while the daemon runs: $rc $out"
 "$KSMCTL" status extra >/dev/null 2>&1; [ $? = 2 ] || fail "ksmctl status extra: want usage error"
 "$KSMCTL" --cgroups status >/dev/null 2>&1; [ $? = 2 ] || fail "--cgroups outside list: want usage error"
 # monitor: refreshes, one JSON object per frame, exits 0 on Ctrl-C.
@@ -318,10 +325,35 @@ ok "ksmctl: status (human, --json, as nobody), set-mode, pause, resume, reload, 
 # --- 8b. Processes: list, list --cgroups, explain, as nobody too.
 wait_for 10 sh -c "'$KSMCTL' list | grep -q '^$wl_pid '" || fail "ksmctl list lacks the test workload: $("$KSMCTL" list)"
 out=$(as_nobody "$KSMCTL" list) || fail "ksmctl list as nobody"
-grep -q "^$wl_pid  *ksm-workload  *0 B  *0 B merge  *none  *no  /.*  $tmp/policy.d/50-test.policy:2$" <<<"$out" ||
+grep -q "^$wl_pid  *ksm-workload  *0 B  *0 B merge  *none  *no  /.* $tmp/policy.d/50-test.policy:2$" <<<"$out" ||
         fail "ksmctl list line for the workload: $out"
-grep -q "^PID  *COMM  *MERGED  *PROFIT  *VERDICT  *METHOD  *ON  *WHERE  POLICY$" <<<"$out" || fail "list header: $out"
+grep -q "^PID  *COMM  *MERGED  *PROFIT  *VERDICT  *METHOD  *ON  *WHERE  *POLICY$" <<<"$out" || fail "list header: $out"
 grep -q "^[0-9]* of [0-9]* processes shown (--all for every one); .* merging in all.$" <<<"$out" || fail "list footer: $out"
+! grep -q " $" <<<"$out" || fail "list: a line ends in a blank: $out"
+# --no-legend: the rows alone, for scripts (and the completion of pids).
+out=$("$KSMCTL" list --no-legend) || fail "ksmctl list --no-legend"
+grep -q "^$wl_pid " <<<"$out" && ! grep -qv "^[0-9]" <<<"$out" || fail "list --no-legend: $out"
+[ -z "$("$KSMCTL" list --cgroups --no-legend | grep -v "^ *[0-9.]* [KMGTP]\?i\?B ")" ] || fail "list --cgroups --no-legend"
+# The terminal's width ($COLUMNS here): the widest column is cut, with an ellipsis.
+LC_ALL=C.UTF-8 COLUMNS=60 "$KSMCTL" list > "$tmp/list60" || fail "COLUMNS=60 ksmctl list"
+LC_ALL=C.UTF-8 COLUMNS=40 "$KSMCTL" list --cgroups > "$tmp/cgroups40" || fail "COLUMNS=40 ksmctl list --cgroups"
+python3 - "$tmp/list60" "$tmp/cgroups40" "$wl_pid" <<'PY' || fail "list at 60 and 40 columns: $(cat "$tmp/list60" "$tmp/cgroups40")"
+import sys
+# The table, above the blank line; the footer is a sentence, never cut.
+text = open(sys.argv[1], encoding="utf-8").read()
+rows, footer = text.split("\n\n")
+rows = rows.splitlines()
+assert all(len(l) <= 60 for l in rows), [l for l in rows if len(l) > 60]
+assert rows[0].split() == ["PID", "COMM", "MERGED", "PROFIT", "VERDICT", "METHOD", "ON", "WHERE", "POLICY"], rows[0]
+wl = [l for l in rows if l.startswith(sys.argv[3] + " ")]
+assert len(wl) == 1 and wl[0].endswith("\u2026"), wl  # the policy path, widest, is cut
+assert footer.endswith("merging in all.\n"), footer
+cg = open(sys.argv[2], encoding="utf-8").read().split("\n\n")[0].splitlines()
+assert all(len(l) <= 40 for l in cg), [l for l in cg if len(l) > 40]
+assert cg[0].split() == ["MERGED", "PROFIT", "PROCS", "VM/UNIT", "CGROUP"], cg[0]
+PY
+out=$("$KSMCTL" list -q); rc=$?
+[ $rc = 0 ] && [ -z "$out" ] || fail "list -q: $rc: $out"
 [ "$("$KSMCTL" list --all | wc -l)" -gt "$(wc -l <<<"$out")" ] || fail "list --all shows no more than list"
 "$KSMCTL" list --json | python3 -c '
 import json, sys
@@ -351,6 +383,7 @@ grep -q "^pid $wl_pid (ksm-workload), uid 0$" <<<"$out" || fail "explain headlin
 grep -q "^  verdict: merge, method none$" <<<"$out" || fail "explain verdict: $out"
 grep -q "^  policy:  $tmp/policy.d/50-test.policy:2$" <<<"$out" || fail "explain policy: $out"
 grep -q "^  because: Mode=auto" <<<"$out" || fail "explain reason: $out"
+grep -q "^  merging: off, 0 B (0 pages), profit 0 B; anon RSS [0-9.]* [KMG]iB$" <<<"$out" || fail "explain merging: $out"
 "$KSMCTL" explain $wl_pid --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -359,6 +392,10 @@ assert d["pid"] == int(sys.argv[1]) and d["verdict"] == "merge" and d["rss_anon_
 out=$("$KSMCTL" explain 999999999 2>&1); rc=$?
 [ $rc = 5 ] && grep -q "No process with pid 999999999" <<<"$out" || fail "explain of a missing pid: $rc $out"
 out=$("$KSMCTL" explain 12abc 2>&1); [ $? = 2 ] || fail "explain 12abc: $out"
+out=$("$KSMCTL" -q explain 999999999 2>/dev/null); rc=$?
+[ $rc = 5 ] && [ -z "$out" ] || fail "explain -q of a missing pid: $rc $out"
+out=$("$KSMCTL" -q explain $wl_pid); rc=$?
+[ $rc = 0 ] && [ -z "$out" ] || fail "explain -q: $rc $out"
 expect_error org.ksmtuned2.Error.NoSuchProcess Explain uint32:999999999
 expect_error org.freedesktop.DBus.Error.InvalidArgs Explain uint32:0
 expect_error org.freedesktop.DBus.Error.InvalidArgs Explain string:1
@@ -502,6 +539,31 @@ for bad in "history --since=soon" "history --since=0" "top -n 0" "top --iteratio
 done
 ok "ksmctl top (-n 2, --json, Ctrl-C, terminal) and history (charts as wide as \$COLUMNS, --json growing $n1 -> $n2, --since), as nobody too"
 
+# --- 8d. -H: sd-bus runs "ssh ... HOST systemd-stdio-bridge"; this ssh runs
+# the bridge here, on the private bus, so ksmctl goes the whole remote way.
+mkdir -p "$tmp/bin"
+cat > "$tmp/bin/ssh" <<'SSH'
+#!/bin/sh
+printf '%s\n' "$*" >> "${0%/*}/ssh.log"
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift 2 # "--" and [USER@]HOST
+exec "$@" --bus-path="$DBUS_SYSTEM_BUS_ADDRESS"
+SSH
+chmod +x "$tmp/bin/ssh"
+remote() { PATH="$tmp/bin:$PATH" "$KSMCTL" -H root@ksmctl-test-host "$@"; }
+if command -v systemd-stdio-bridge >/dev/null; then
+        out=$(remote status) || fail "ksmctl -H status: $out"
+        grep -q "^ksmtuned2 .*: running, mode auto (dry run: nothing is written), every 300ms$" <<<"$out" || fail "-H status: $out"
+        remote list --no-legend | grep -q "^$wl_pid  *ksm-workload " || fail "-H list: $(remote list)"
+        remote explain $wl_pid | grep -q "^  verdict: merge, method none$" || fail "-H explain: $(remote explain $wl_pid)"
+        remote status --json | python3 -c 'import json,sys; assert json.load(sys.stdin)["daemon"]["running"] is True' ||
+                fail "-H status --json"
+        grep -q -- "-- root@ksmctl-test-host systemd-stdio-bridge" "$tmp/bin/ssh.log" || fail "ssh ran as: $(cat "$tmp/bin/ssh.log")"
+        ok "ksmctl -H: status, list, explain through ssh and systemd-stdio-bridge"
+else
+        echo "no systemd-stdio-bridge: ksmctl -H not checked end to end"
+fi
+
 # --- 9. The bus goes away and comes back: the daemon tunes on and reconnects.
 private_bus_stop
 sleep 1
@@ -514,6 +576,16 @@ ok "bus restarted: daemon tuned on, said so once, reconnected"
 
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ $rc = 0 ] || fail "daemon exited $rc on SIGTERM"
+# The host's bus answers without the daemon: "not running" (3), and not this
+# host's kernel figures under the other's name.
+if command -v systemd-stdio-bridge >/dev/null; then
+        out=$(remote status 2>&1); rc=$?
+        [ $rc = 3 ] && [ "$(wc -l <<<"$out")" = 1 ] && grep -q "^ksmtuned2 is not running (" <<<"$out" ||
+                fail "-H status with the daemon stopped: rc $rc: $out"
+        remote status --json | python3 -c 'import json,sys; d = json.load(sys.stdin); assert list(d) == ["daemon"] and d["daemon"]["running"] is False, d' ||
+                fail "-H status --json with the daemon stopped"
+        out=$(remote pause 2>&1); [ $? = 3 ] || fail "-H pause with the daemon stopped: $out"
+fi
 # Written beside the file and renamed: nothing else is left behind.
 [ "$(ls "$tmp/metrics")" = ksmtuned2.prom ] || fail "temporary files left in the metrics directory: $(ls "$tmp/metrics")"
 echo "PASS"
