@@ -9,8 +9,10 @@
 #include "macro.h"
 
 /* Table-driven parsing of INI files (daemon config and policies) on top of
- * inih. Every problem becomes a diagnostic "file:line: key: reason"; an
- * unknown key or bad value is skipped, a syntax error rejects the file. */
+ * inih, with systemd's rules: sections and keys case-sensitive, '=' only.
+ * Every problem becomes a diagnostic "file:line: key: reason"; an unknown
+ * key or bad value is skipped, a syntax error (a line inih would read
+ * differently from systemd, or cut) rejects the file. */
 
 typedef struct ConfDiag {
         char **lines;           /* "file:line: key: reason" */
@@ -78,6 +80,10 @@ typedef struct ConfParseOptions {
         /* Called before each key; may redirect the base pointer, e.g. to the
          * current element of a list of sections. */
         void *(*section_base)(void *userdata, const char *section, unsigned line);
+        /* Called for a section (key NULL) or a key the table does not have;
+         * returns what that means, for the diagnostic ("this policy matches
+         * nothing"), or NULL for the default, "ignoring". */
+        const char *(*unknown)(void *userdata, const char *section, const char *key);
         void *userdata;
 } ConfParseOptions;
 

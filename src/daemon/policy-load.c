@@ -147,9 +147,18 @@ const size_t policy_table_size = ELEMENTSOF(policy_table);
 
 static void *section_base(void *userdata, const char *section, unsigned line) {
         Policy *p = userdata;
-        if (strcasecmp(section, "Match") == 0 && p->line == 1 && line > 0)
+        if (streq(section, "Match") && p->line == 1 && line > 0)
                 p->line = line;
         return p;
+}
+
+/* A policy that says something this daemon does not understand must not
+ * act: an ignored [Match] key would widen the match, an ignored [Merge]
+ * (written "[merge]") would turn Mode=never into the default auto. */
+static const char *unknown(void *userdata, const char *section, const char *key) {
+        Policy *p = userdata;
+        p->match_invalid = true;
+        return "this policy will match nothing";
 }
 
 /* An empty file or a symlink to /dev/null only masks (as in systemd). */
@@ -190,7 +199,7 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
                               st.st_uid != 0 ? "not owned by root" : "writable by group or others");
                 return -EPERM;
         }
-        ConfParseOptions opts = { .section_base = section_base, .userdata = &p };
+        ConfParseOptions opts = { .section_base = section_base, .unknown = unknown, .userdata = &p };
         r = conf_parse_file(f, path, policy_table, policy_table_size, &p, &opts, diag);
         if (r < 0)
                 return r;
