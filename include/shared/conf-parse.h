@@ -58,8 +58,20 @@ int conf_parse_tristate(const ConfContext *c, const char *value, void *dst, cons
 int conf_parse_u64(const ConfContext *c, const char *value, void *dst, const void *data);       /* uint64_t, data: ConfRange* */
 int conf_parse_i64_opt(const ConfContext *c, const char *value, void *dst, const void *data);   /* int64_t, -1 = unset; data: ConfRange* */
 int conf_parse_bool_opt(const ConfContext *c, const char *value, void *dst, const void *data);   /* int64_t: -1 unset, 0, 1 */
-int conf_parse_double(const ConfContext *c, const char *value, void *dst, const void *data);    /* double, data: ConfRange* (as integers) */
+int conf_parse_percent(const ConfContext *c, const char *value, void *dst, const void *data);   /* double: "10", "10%", "2.5%"; data: ConfRange* */
 int conf_parse_timespan(const ConfContext *c, const char *value, void *dst, const void *data);  /* uint64_t usec, data: ConfRange* in usec */
+/* data of the parsers of keys named after their unit (MinSleepMSec=,
+ * MinAnonMiB=): a bare number is in that unit, as it always was; a value
+ * with a unit of its own ("1s", "2G") is converted to it, and must come to
+ * a whole number of it. */
+typedef struct ConfUnit {
+        uint64_t unit;          /* usec (time) or bytes (size) in one unit of the key */
+        const char *name;       /* "ms", "MiB": for messages */
+        ConfRange range;        /* in the key's unit */
+        bool optional;          /* empty means unset: dst is int64_t, -1; else uint64_t */
+} ConfUnit;
+int conf_parse_time_in_unit(const ConfContext *c, const char *value, void *dst, const void *data); /* data: ConfUnit* */
+int conf_parse_size_in_unit(const ConfContext *c, const char *value, void *dst, const void *data); /* data: ConfUnit* */
 int conf_parse_string(const ConfContext *c, const char *value, void *dst, const void *data);    /* char* */
 int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data);      /* char**, space separated */
 int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, const void *data); /* int */

@@ -12,7 +12,7 @@
 static const ConfRange interval_range = { 100 * USEC_PER_MSEC, 3600 * USEC_PER_SEC };
 static const ConfRange sample_range = { 1 * USEC_PER_MSEC, 10 * USEC_PER_SEC };
 static const ConfRange max_page_sharing_range = { 2, 1U << 20 };
-static const ConfRange prune_range = { 0, UINT32_MAX };
+static const ConfUnit prune_unit = { .unit = USEC_PER_MSEC, .name = "ms", .range = { 0, UINT32_MAX }, .optional = true };
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Config, field), data }
 
@@ -27,7 +27,7 @@ static const char *const advisor_policy_table[_ADVISOR_POLICY_MAX] = {
 
 static const ConfRange percent_range = { 0, 100 };
 static const ConfRange pages_range = { 1, UINT32_MAX };
-static const ConfRange sleep_range = { 0, 60 * 1000 };
+static const ConfUnit sleep_unit = { .unit = USEC_PER_MSEC, .name = "ms", .range = { 0, 60 * 1000 } };
 static const ConfRange scans_range = { 1, 1000 };
 static const ConfRange count_range = { 0, UINT32_MAX };
 static const ConfRange burst_interval_range = { 50 * USEC_PER_MSEC, 60 * USEC_PER_SEC };
@@ -49,16 +49,16 @@ const ConfItem config_table[] = {
         ITEM("Ksm", "UseZeroPages", conf_parse_bool_opt, use_zero_pages, NULL),
         ITEM("Ksm", "MaxPageSharing", conf_parse_i64_opt, max_page_sharing, &max_page_sharing_range),
         ITEM("Ksm", "MergeAcrossNodes", conf_parse_bool_opt, merge_across_nodes, NULL),
-        ITEM("Ksm", "StableNodeChainsPruneMSec", conf_parse_i64_opt, stable_node_chains_prune_ms, &prune_range),
+        ITEM("Ksm", "StableNodeChainsPruneMSec", conf_parse_time_in_unit, stable_node_chains_prune_ms, &prune_unit),
         ITEM("Sampler", "KsmdSampleInterval", conf_parse_timespan, ksmd_sample_interval_usec, &sample_range),
-        ITEM("Tuning", "CpuBudget", conf_parse_double, tuning.cpu_budget_percent, &percent_range),
-        ITEM("Tuning", "CpuBudgetUnderPressure", conf_parse_double, tuning.cpu_budget_pressure_percent, &percent_range),
-        ITEM("Tuning", "BurstCpu", conf_parse_double, tuning.burst_cpu_percent, &percent_range),
+        ITEM("Tuning", "CpuBudget", conf_parse_percent, tuning.cpu_budget_percent, &percent_range),
+        ITEM("Tuning", "CpuBudgetUnderPressure", conf_parse_percent, tuning.cpu_budget_pressure_percent, &percent_range),
+        ITEM("Tuning", "BurstCpu", conf_parse_percent, tuning.burst_cpu_percent, &percent_range),
         ITEM("Tuning", "BurstAllowance", conf_parse_timespan, tuning.burst_allowance_usec, &any_span_range),
         ITEM("Tuning", "MinPagesToScan", conf_parse_u64, tuning.min_pages_to_scan, &pages_range),
         ITEM("Tuning", "MaxPagesToScan", conf_parse_u64, tuning.max_pages_to_scan, &pages_range),
-        ITEM("Tuning", "MinSleepMSec", conf_parse_u64, tuning.min_sleep_ms, &sleep_range),
-        ITEM("Tuning", "MaxSleepMSec", conf_parse_u64, tuning.max_sleep_ms, &sleep_range),
+        ITEM("Tuning", "MinSleepMSec", conf_parse_time_in_unit, tuning.min_sleep_ms, &sleep_unit),
+        ITEM("Tuning", "MaxSleepMSec", conf_parse_time_in_unit, tuning.max_sleep_ms, &sleep_unit),
         ITEM("Tuning", "BurstInterval", conf_parse_timespan, tuning.burst_interval_usec, &burst_interval_range),
         ITEM("Tuning", "BackoffFullScans", conf_parse_u64, tuning.backoff_full_scans, &scans_range),
         ITEM("Tuning", "MinGainPages", conf_parse_u64, tuning.min_gain_pages, &pages_range),
@@ -66,16 +66,16 @@ const ConfItem config_table[] = {
         ITEM("Tuning", "MaintenanceScanTime", conf_parse_timespan, tuning.maintenance_scan_time_usec, &long_span_range),
         ITEM("Tuning", "IdleAfter", conf_parse_timespan, tuning.idle_after_usec, &any_span_range),
         ITEM("Tuning", "IdleMode", conf_parse_enum, tuning.idle_mode, CONF_ENUM(idle_mode_table)),
-        ITEM("Tuning", "MemAvailablePlentiful", conf_parse_double, tuning.mem_plentiful_percent, &percent_range),
-        ITEM("Tuning", "MemAvailableTight", conf_parse_double, tuning.mem_tight_percent, &percent_range),
-        ITEM("Tuning", "PressureHigh", conf_parse_double, tuning.psi_high_percent, &percent_range),
+        ITEM("Tuning", "MemAvailablePlentiful", conf_parse_percent, tuning.mem_plentiful_percent, &percent_range),
+        ITEM("Tuning", "MemAvailableTight", conf_parse_percent, tuning.mem_tight_percent, &percent_range),
+        ITEM("Tuning", "PressureHigh", conf_parse_percent, tuning.psi_high_percent, &percent_range),
         ITEM("Tuning", "AdvisorPolicy", conf_parse_enum, tuning.advisor_policy, CONF_ENUM(advisor_policy_table)),
         ITEM("Tuning", "Tracepoints", conf_parse_bool, tuning.tracepoints, NULL),
         ITEM("Tuning", "MountTracefs", conf_parse_bool, tuning.mount_tracefs, NULL),
         ITEM("Tuning", "ContentionInterval", conf_parse_timespan, tuning.contention_interval_usec, &long_span_range),
         ITEM("Tuning", "ContentionWindow", conf_parse_timespan, tuning.contention_window_usec, &window_range),
-        ITEM("Tuning", "ContentionMinBlocked", conf_parse_double, tuning.contention_min_blocked_percent, &percent_range),
-        ITEM("Tuning", "ExcludeBlocked", conf_parse_double, tuning.exclude_blocked_percent, &percent_range),
+        ITEM("Tuning", "ContentionMinBlocked", conf_parse_percent, tuning.contention_min_blocked_percent, &percent_range),
+        ITEM("Tuning", "ExcludeBlocked", conf_parse_percent, tuning.exclude_blocked_percent, &percent_range),
         ITEM("Tuning", "ExcludeMaxMergingPages", conf_parse_u64, tuning.exclude_max_merging_pages, &count_range),
         ITEM("Tuning", "ReadmitAfter", conf_parse_timespan, tuning.readmit_after_usec, &long_span_range),
         ITEM("Metrics", "TextfilePath", conf_parse_string, metrics_textfile, NULL),

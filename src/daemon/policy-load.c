@@ -124,7 +124,7 @@ static int parse_users(const ConfContext *c, const char *value, void *dst, const
 }
 
 /* Up to 1 TiB of anonymous memory, and a week of age: beyond is a typo. */
-static const ConfRange anon_range = { 0, UINT64_C(1) << 20 };
+static const ConfUnit anon_unit = { .unit = UINT64_C(1) << 20, .name = "MiB", .range = { 0, UINT64_C(1) << 20 } };
 static const ConfRange age_range = { 0, 7 * 24 * 3600 * USEC_PER_SEC };
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Policy, field), data }
@@ -139,7 +139,7 @@ const ConfItem policy_table[] = {
         ITEM("Match", "Cmdline", parse_glob_cmdline, cmdline, &match_data),
         ITEM("Merge", "Mode", conf_parse_enum, mode, CONF_ENUM(policy_mode_table)),
         ITEM("Merge", "Method", conf_parse_enum, method, CONF_ENUM(merge_method_table)),
-        ITEM("Merge", "MinAnonMiB", conf_parse_u64, min_anon_mib, &anon_range),
+        ITEM("Merge", "MinAnonMiB", conf_parse_size_in_unit, min_anon_mib, &anon_unit),
         ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
 };
 

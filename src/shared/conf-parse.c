@@ -74,11 +74,12 @@ int conf_parse_tristate(const ConfContext *c, const char *value, void *dst, cons
         return 0;
 }
 
-static int check_range(const ConfContext *c, const char *value, uint64_t v, const ConfRange *range) {
+/* unit: what the range is in, for the message ("0..60000 ms"); NULL for a count. */
+static int check_range(const ConfContext *c, const char *value, uint64_t v, const ConfRange *range, const char *unit) {
         if (range && (v < range->min || v > range->max)) {
                 char reason[128];
-                snprintf(reason, sizeof reason, "out of range %llu..%llu", (unsigned long long) range->min,
-                         (unsigned long long) range->max);
+                snprintf(reason, sizeof reason, "out of range %llu..%llu%s%s", (unsigned long long) range->min,
+                         (unsigned long long) range->max, unit ? " " : "", strempty(unit));
                 return conf_bad_value(c, value, reason);
         }
         return 0;
@@ -91,7 +92,7 @@ int conf_parse_u64(const ConfContext *c, const char *value, void *dst, const voi
                 return conf_bad_value(c, value, "number too large");
         if (r < 0)
                 return conf_bad_value(c, value, "not a non-negative integer");
-        r = check_range(c, value, v, data);
+        r = check_range(c, value, v, data, NULL);
         if (r < 0)
                 return r;
         *(uint64_t *) dst = v;
@@ -109,7 +110,7 @@ int conf_parse_i64_opt(const ConfContext *c, const char *value, void *dst, const
                 return conf_bad_value(c, value, "number too large");
         if (r < 0)
                 return conf_bad_value(c, value, "not a non-negative integer");
-        r = check_range(c, value, v, data);
+        r = check_range(c, value, v, data, NULL);
         if (r < 0)
                 return r;
         *(int64_t *) dst = (int64_t) v;
@@ -128,18 +129,15 @@ int conf_parse_bool_opt(const ConfContext *c, const char *value, void *dst, cons
         return 0;
 }
 
-int conf_parse_double(const ConfContext *c, const char *value, void *dst, const void *data) {
+int conf_parse_percent(const ConfContext *c, const char *value, void *dst, const void *data) {
         const ConfRange *range = data;
-        char *end;
         double v;
 
-        errno = 0;
-        v = strtod(value, &end);
-        if (errno > 0 || end == value || *end || !isfinite(v))
-                return conf_bad_value(c, value, "not a number");
+        if (parse_percent(value, &v) < 0 || !isfinite(v))
+                return conf_bad_value(c, value, "not a percentage (e.g. 10 or 2.5%)");
         if (range && (v < (double) range->min || v > (double) range->max)) {
                 char reason[128];
-                snprintf(reason, sizeof reason, "out of range %llu..%llu", (unsigned long long) range->min,
+                snprintf(reason, sizeof reason, "out of range %llu..%llu%%", (unsigned long long) range->min,
                          (unsigned long long) range->max);
                 return conf_bad_value(c, value, reason);
         }
@@ -160,6 +158,46 @@ int conf_parse_timespan(const ConfContext *c, const char *value, void *dst, cons
         }
         *(uint64_t *) dst = v;
         return 0;
+}
+
+/* Keys named after their unit: the parser of the value's kind, with the
+ * key's unit for a bare number, then converted to that unit. */
+static int parse_in_unit(const ConfContext *c, const char *value, void *dst, const ConfUnit *u, bool time) {
+        uint64_t v;
+        int r;
+
+        if (u->optional && isempty(value)) {
+                *(int64_t *) dst = -1;
+                return 0;
+        }
+        r = time ? parse_time_usec(value, u->unit, &v) : parse_size(value, u->unit, &v);
+        if (r == -ERANGE)
+                return conf_bad_value(c, value, "too large");
+        if (r < 0)
+                return conf_bad_value(c, value, time ? "not a time span (e.g. 250, 250ms, 2s, 1min 30s)"
+                                                     : "not a size (e.g. 64, 64M, 2G)");
+        if (v % u->unit != 0) {
+                char reason[64];
+                snprintf(reason, sizeof reason, "not a whole number of %s", u->name);
+                return conf_bad_value(c, value, reason);
+        }
+        v /= u->unit;
+        r = check_range(c, value, v, &u->range, u->name);
+        if (r < 0)
+                return r;
+        if (u->optional)
+                *(int64_t *) dst = (int64_t) v; /* ranges of optional keys end below INT64_MAX */
+        else
+                *(uint64_t *) dst = v;
+        return 0;
+}
+
+int conf_parse_time_in_unit(const ConfContext *c, const char *value, void *dst, const void *data) {
+        return parse_in_unit(c, value, dst, data, /* time= */ true);
+}
+
+int conf_parse_size_in_unit(const ConfContext *c, const char *value, void *dst, const void *data) {
+        return parse_in_unit(c, value, dst, data, /* time= */ false);
 }
 
 int conf_parse_string(const ConfContext *c, const char *value, void *dst, const void *data) {

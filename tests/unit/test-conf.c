@@ -175,6 +175,47 @@ static void test_names_and_separators(void **state) {
         conf_diag_free(&d);
 }
 
+/* Values with units, as systemd users write them; keys named after their
+ * unit read a bare number as before. */
+static void test_units(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024];
+
+        assert_int_equal(load_text("[Daemon]\nInterval=1min 30s\n[Ksm]\nStableNodeChainsPruneMSec=2s\n"
+                                   "[Tuning]\nCpuBudget=12.5%\nBurstCpu=80\nMinSleepMSec=20\nMaxSleepMSec=1.5s\n"
+                                   "IdleAfter=1h 30min\nMaintenanceScanTime=2min30s\nMemAvailableTight=5 %\n",
+                                   &c, &d, path, sizeof path),
+                         0);
+        assert_int_equal(d.n, 1); /* "5 %": no space before the sign, as in systemd */
+        diag_is(&d, 0, path, ":12: MemAvailableTight: not a percentage (e.g. 10 or 2.5%) (\"5 %\"), ignoring");
+        assert_int_equal(c.interval_usec, 90 * USEC_PER_SEC);
+        assert_int_equal(c.stable_node_chains_prune_ms, 2000);
+        assert_true(c.tuning.cpu_budget_percent == 12.5);
+        assert_true(c.tuning.burst_cpu_percent == 80);
+        assert_int_equal(c.tuning.min_sleep_ms, 20);
+        assert_int_equal(c.tuning.max_sleep_ms, 1500);
+        assert_int_equal(c.tuning.idle_after_usec, 5400 * USEC_PER_SEC);
+        assert_int_equal(c.tuning.maintenance_scan_time_usec, 150 * USEC_PER_SEC);
+        conf_diag_free(&d);
+
+        assert_int_equal(load_text("[Ksm]\nStableNodeChainsPruneMSec=\n[Tuning]\nMinSleepMSec=500us\n"
+                                   "MaxSleepMSec=2min\nCpuBudget=150%\nBurstCpu=ten\nMinSleepMSec=1.5\n",
+                                   &c, &d, path, sizeof path),
+                         0);
+        assert_int_equal(d.n, 5);
+        diag_is(&d, 0, path, ":4: MinSleepMSec: not a whole number of ms (\"500us\"), ignoring");
+        diag_is(&d, 1, path, ":5: MaxSleepMSec: out of range 0..60000 ms (\"2min\"), ignoring");
+        diag_is(&d, 2, path, ":6: CpuBudget: out of range 0..100% (\"150%\"), ignoring");
+        diag_is(&d, 3, path, ":7: BurstCpu: not a percentage (e.g. 10 or 2.5%) (\"ten\"), ignoring");
+        diag_is(&d, 4, path, ":8: MinSleepMSec: not a whole number of ms (\"1.5\"), ignoring");
+        assert_int_equal(c.stable_node_chains_prune_ms, -1);
+        assert_int_equal(c.tuning.min_sleep_ms, 10);
+        assert_int_equal(c.tuning.max_sleep_ms, 1000);
+        conf_diag_free(&d);
+        config_done(&c);
+}
+
 /* A line longer than inih's buffer would be parsed in pieces; it is refused
  * instead, however long the buffer of this build's inih is. Comments may be
  * as long as they like. */
@@ -322,6 +363,7 @@ int main(void) {
                 cmocka_unit_test(test_defaults_and_shipped), cmocka_unit_test(test_good_values),
                 cmocka_unit_test(test_bad_values),           cmocka_unit_test(test_syntax_error),
                 cmocka_unit_test(test_names_and_separators), cmocka_unit_test(test_long_lines),
+                cmocka_unit_test(test_units),
                 cmocka_unit_test(test_util),                 cmocka_unit_test(test_json),
         };
         log_set_max_level(LOG_ERR);

@@ -81,7 +81,38 @@ static void test_parse_good(void **state) {
         assert_int_equal(pol.min_age_usec, 30 * USEC_PER_SEC);
         assert_false(pol.match_invalid);
         policy_done(&pol);
-        conf_diag_free(&d);
+
+        /* MinAnonMiB= takes sizes with units too; a bare number stays MiB */
+        const struct {
+                const char *value;
+                uint64_t mib;   /* UINT64_MAX: refused */
+                const char *reason;
+        } anon[] = {
+                { "2G", 2048, NULL },
+                { "1G 512M", 1536, NULL },
+                { "64", 64, NULL },
+                { "1048576", 1 << 20, NULL },
+                { "512K", UINT64_MAX, "not a whole number of MiB" },
+                { "2T", UINT64_MAX, "out of range 0..1048576 MiB" },
+                { "64MiB", UINT64_MAX, "not a size" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(anon); i++) {
+                char text[128], want[1200];
+                snprintf(text, sizeof text, "[Match]\nComm=x\n[Merge]\nMinAnonMiB=%s\n", anon[i].value);
+                fake_write(&tree, "good/50-vms.policy", text);
+                assert_int_equal(policy_load_file(p, &pol, &d), 0);
+                if (anon[i].mib != UINT64_MAX) {
+                        assert_int_equal(d.n, 0);
+                        assert_int_equal(pol.min_anon_mib, anon[i].mib);
+                } else {
+                        snprintf(want, sizeof want, "%s:4: MinAnonMiB: %s", p, anon[i].reason);
+                        if (!diag_has(&d, want))
+                                fail_msg("MinAnonMiB=%s: no \"%s\"", anon[i].value, want);
+                        assert_int_equal(pol.min_anon_mib, 0);
+                }
+                policy_done(&pol);
+                conf_diag_free(&d);
+        }
 }
 
 /* The example of DESIGN.md §5, inline comments and all. */
