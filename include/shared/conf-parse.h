@@ -50,6 +50,15 @@ typedef struct ConfRange {
         uint64_t min, max;
 } ConfRange;
 
+/* The files named *suffix in dirs, in the order of their names (strcmp),
+ * a name in an earlier directory shadowing the same name in later ones, as
+ * systemd orders drop-ins; *ret_shadowed (may be NULL) counts those.
+ * Always sets *ret_paths unless -ENOMEM. A missing directory is fine; for
+ * one that cannot be read (a file in its place included) returns -errno
+ * after a diagnostic, having collected the others anyway. */
+int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_paths, size_t *ret_shadowed,
+                       ConfDiag *diag);
+
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason);
 
 /* Built-in parsers. */

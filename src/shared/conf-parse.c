@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -50,6 +51,63 @@ void conf_diag_print(const ConfDiag *d, FILE *f) {
 void conf_diag_log(const ConfDiag *d) {
         for (size_t i = 0; i < d->n; i++)
                 log_warning("%s", d->lines[i]);
+}
+
+static int path_name_cmp(const void *a, const void *b) {
+        const char *x = *(char *const *) a, *y = *(char *const *) b;
+        return strcmp(strrchr(x, '/') + 1, strrchr(y, '/') + 1);
+}
+
+static bool name_taken(char *const *paths, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(strrchr(paths[i], '/') + 1, name))
+                        return true;
+        return false;
+}
+
+int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_paths, size_t *ret_shadowed,
+                       ConfDiag *diag) {
+        _cleanup_strv_free_ char **paths = NULL;
+        size_t n = 0, shadowed = 0;
+        int error = 0;
+
+        for (const char *const *d = dirs; d && *d; d++) {
+                DIR *dir = opendir(*d);
+                if (!dir) {
+                        /* A missing directory is normal; an unreadable one is not. */
+                        if (errno != ENOENT) {
+                                if (error == 0)
+                                        error = negative_errno();
+                                conf_diag_add(diag, *d, 0, NULL, "cannot open directory: %s", strerror(errno));
+                        }
+                        continue;
+                }
+                for (struct dirent *de; (de = readdir(dir));) {
+                        if (de->d_name[0] == '.' || !endswith(de->d_name, suffix))
+                                continue;
+                        if (name_taken(paths, n, de->d_name)) {
+                                shadowed++;
+                                continue;
+                        }
+                        char *path = NULL;
+                        if (asprintf(&path, "%s/%s", *d, de->d_name) < 0 || strv_push(&paths, path) < 0) {
+                                closedir(dir);
+                                return -ENOMEM;
+                        }
+                        n++;
+                }
+                closedir(dir);
+        }
+        if (!paths) {
+                paths = calloc(1, sizeof(char *));
+                if (!paths)
+                        return -ENOMEM;
+        }
+        qsort(paths, n, sizeof *paths, path_name_cmp);
+        *ret_paths = TAKE_PTR(paths);
+        if (ret_shadowed)
+                *ret_shadowed = shadowed;
+        return error;
 }
 
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason) {

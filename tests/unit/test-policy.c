@@ -301,7 +301,7 @@ static void test_set_masked_ordered(void **state) {
         assert_int_equal(policy_set_load(none, NULL, &s4, &d), 0);
         assert_int_equal(s4.n, 0);
         assert_int_equal(d.n, 1);
-        assert_true(diag_has(&d, "/dev/null:0: cannot open policy directory: Not a directory"));
+        assert_true(diag_has(&d, "/dev/null:0: cannot open directory: Not a directory"));
         conf_diag_free(&d);
 
         policy_set_done(&s);
