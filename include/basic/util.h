@@ -49,6 +49,8 @@ int strv_push(char ***l, char *value); /* takes value, frees it on failure */
 /* Appends the strings of add and frees its array; takes add, frees all of it on failure. */
 int strv_push_all(char ***l, char **add);
 bool strv_contains(char *const *l, const char *s);
+/* The strings of l with sep between them ("" for none); NULL on ENOMEM. */
+char *strv_join(char *const *l, const char *sep);
 
 char *strstrip(char *s);
 bool startswith(const char *s, const char *prefix);

@@ -82,7 +82,7 @@ typedef struct ConfUnit {
 int conf_parse_time_in_unit(const ConfContext *c, const char *value, void *dst, const void *data); /* data: ConfUnit* */
 int conf_parse_size_in_unit(const ConfContext *c, const char *value, void *dst, const void *data); /* data: ConfUnit* */
 int conf_parse_string(const ConfContext *c, const char *value, void *dst, const void *data);    /* char* */
-int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data);      /* char**, space separated */
+int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data);      /* char**, space separated; appends, empty resets */
 int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, const void *data); /* int */
 /* data: CONF_ENUM(table) of a string table (string-table.h); stores the
  * index of the name as int. Unlike the tables' own lookups, the value

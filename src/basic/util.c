@@ -375,6 +375,22 @@ int strv_split_whitespace(const char *s, char ***ret) {
         return 0;
 }
 
+char *strv_join(char *const *l, const char *sep) {
+        size_t n = 1, k = strlen(sep);
+        for (char *const *p = l; p && *p; p++)
+                n += strlen(*p) + k;
+        char *s = malloc(n), *o = s;
+        if (!s)
+                return NULL;
+        for (char *const *p = l; p && *p; p++) {
+                if (p != l)
+                        o = stpcpy(o, sep);
+                o = stpcpy(o, *p);
+        }
+        *o = 0;
+        return s;
+}
+
 bool strv_contains(char *const *l, const char *s) {
         if (l)
                 for (char *const *p = l; *p; p++)

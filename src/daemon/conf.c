@@ -4,8 +4,11 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "conf.h"
+#include "fileio.h"
 #include "log.h"
 #include "util.h"
 
@@ -110,41 +113,133 @@ void config_done(Config *c) {
         *c = (Config) {};
 }
 
-int config_load(Config *c, const char *path, bool missing_ok, bool *ret_found, ConfDiag *diag) {
-        _cleanup_fclose_ FILE *f = NULL;
+#define CONF_DIRS(sub) { SYSCONFDIR "/ksmtuned2/" sub, "/run/ksmtuned2/" sub, PKGLIBDIR "/" sub, NULL }
+
+const ConfigSearch config_search_default = {
+        .main_paths = (const char *const[]) CONF_DIRS("ksmtuned2.conf"),
+        .dropin_dirs = (const char *const[]) CONF_DIRS("ksmtuned2.conf.d"),
+};
+
+enum { FILE_ABSENT, FILE_MASKS, FILE_IN_FORCE };
+
+/* What path is: FILE_IN_FORCE, FILE_ABSENT, or FILE_MASKS when empty or
+ * /dev/null; -errno after a diagnostic when it cannot be looked at. */
+static int file_state(const char *path, bool required, ConfDiag *diag) {
+        struct stat st;
+        int r = 0;
+
+        if (stat(path, &st) < 0)
+                r = negative_errno();
+        else if (S_ISDIR(st.st_mode))
+                r = -EISDIR;
+        if (r == -ENOENT && !required)
+                return FILE_ABSENT;
+        if (r < 0) {
+                conf_diag_add(diag, path, 0, NULL, "cannot be read: %s", strerror(-r));
+                return r;
+        }
+        return stat_is_null_or_empty(&st) ? FILE_MASKS : FILE_IN_FORCE;
+}
+
+static int push_copy(char ***l, const char *s) {
+        char *c = strdup(s);
+        return c ? strv_push(l, c) : -ENOMEM;
+}
+
+int config_files_search(const ConfigSearch *search, char ***ret_files, ConfDiag *diag) {
+        _cleanup_strv_free_ char **files = calloc(1, sizeof(char *)), **dropins = NULL;
         int r;
+
+        if (!files)
+                return -ENOMEM;
+        for (const char *const *p = search->main_paths; p && *p; p++) {
+                r = file_state(*p, search->main_required, diag);
+                if (r < 0)
+                        return r;
+                if (r == FILE_IN_FORCE && push_copy(&files, *p) < 0)
+                        return -ENOMEM;
+                if (r != FILE_ABSENT) /* the first that exists is the main file, even when it masks */
+                        break;
+        }
+        if (search->dropin_dirs) {
+                r = conf_files_collect(search->dropin_dirs, ".conf", &dropins, NULL, diag);
+                if (r < 0)
+                        return r;
+                for (char **d = dropins; *d; d++) {
+                        r = file_state(*d, /* required= */ false, diag);
+                        if (r < 0)
+                                return r;
+                        if (r == FILE_IN_FORCE && push_copy(&files, *d) < 0)
+                                return -ENOMEM;
+                }
+        }
+        *ret_files = TAKE_PTR(files);
+        return 0;
+}
+
+int config_files_find(const char *path, char ***ret_files, ConfDiag *diag) {
+        if (!path)
+                return config_files_search(&config_search_default, ret_files, diag);
+        const ConfigSearch one = { .main_paths = (const char *const[]) { path, NULL }, .main_required = true };
+        return config_files_search(&one, ret_files, diag);
+}
+
+int config_load_files(Config *c, char *const *files, ConfDiag *diag) {
+        int error = 0, r;
 
         config_done(c);
         config_init_defaults(c);
         if (!c->policy_dirs || !c->runtime_dir)
                 return -ENOMEM;
+        /* NULL until a file assigns the list: then it starts empty. */
+        c->policy_dirs = strv_free(c->policy_dirs);
 
-        f = fopen(path, "re");
-        if (!f) {
-                r = negative_errno();
-                if (r == -ENOENT && missing_ok) {
-                        if (ret_found)
-                                *ret_found = false;
-                        return 0;
+        for (char *const *p = files; p && *p; p++) {
+                _cleanup_fclose_ FILE *f = fopen(*p, "re");
+                if (!f) {
+                        r = negative_errno();
+                        conf_diag_add(diag, *p, 0, NULL, "cannot be read: %s", strerror(-r));
+                } else
+                        r = conf_parse_file(f, *p, config_table, config_table_size, c, NULL, diag);
+                if (r == -ENOMEM) {
+                        error = r;
+                        break;
                 }
-                return r;
+                if (r < 0 && error == 0)
+                        error = r;
         }
-        r = conf_parse_file(f, path, config_table, config_table_size, c, NULL, diag);
+        if (!c->policy_dirs && error == 0)
+                error = strv_split_whitespace(DEFAULT_POLICY_DIRS, &c->policy_dirs);
+        if (error < 0) {
+                config_done(c);
+                config_init_defaults(c);
+        }
+        return error;
+}
+
+int config_load(Config *c, const char *path, char ***ret_files, ConfDiag *diag) {
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        r = config_files_find(path, &files, diag);
         if (r < 0) {
                 config_done(c);
                 config_init_defaults(c);
                 return r;
         }
-        if (ret_found)
-                *ret_found = true;
+        r = config_load_files(c, files, diag);
+        if (r < 0)
+                return r;
+        if (ret_files)
+                *ret_files = TAKE_PTR(files);
         return 0;
 }
 
-int config_load_logged(Config *c, const char *path, bool missing_ok, bool *ret_found, FILE *diag_stream) {
+int config_load_logged(Config *c, const char *path, char ***ret_files, FILE *diag_stream) {
         _cleanup_(conf_diag_free) ConfDiag diag = {};
         int r;
 
-        r = config_load(c, path, missing_ok, ret_found, &diag);
+        r = config_load(c, path, ret_files, &diag);
         if (diag_stream)
                 conf_diag_print(&diag, diag_stream);
         else

@@ -44,8 +44,9 @@ typedef struct Manager {
         sd_event_source *tick_source;
         sd_event_source *watchdog_source;
 
-        char *config_path;
-        bool config_found;
+        char *config_path;              /* --config FILE, else the main file's place in /etc */
+        bool config_explicit;           /* --config FILE: that file alone, no drop-ins */
+        char **config_files;            /* in force, in merge order; none: built-in defaults */
         Config config;
         bool dry_run_forced;            /* --dry-run overrides DryRun= */
 

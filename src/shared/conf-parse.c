@@ -268,13 +268,18 @@ int conf_parse_string(const ConfContext *c, const char *value, void *dst, const 
 }
 
 int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data) {
-        char **l;
-        int r = strv_split_whitespace(value, &l);
+        char ***l = dst, **add;
+        /* strv_split_whitespace() of "" is an empty list: what an empty
+         * assignment leaves, as in systemd. */
+        int r = strv_split_whitespace(value, &add);
         if (r < 0)
                 return r;
-        strv_free(*(char ***) dst);
-        *(char ***) dst = l;
-        return 0;
+        if (isempty(value) || !*l) {
+                strv_free(*l);
+                *l = add;
+                return 0;
+        }
+        return strv_push_all(l, add);
 }
 
 int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, const void *data) {
