@@ -10,6 +10,7 @@
 #include "conf.h"
 #include "fileio.h"
 #include "log.h"
+#include "string-table.h"
 #include "util.h"
 
 static const ConfRange interval_range = { 100 * USEC_PER_MSEC, 3600 * USEC_PER_SEC };
@@ -18,6 +19,14 @@ static const ConfRange max_page_sharing_range = { 2, 1U << 20 };
 static const ConfUnit prune_unit = { .unit = USEC_PER_MSEC, .name = "ms", .range = { 0, UINT32_MAX }, .optional = true };
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Config, field), data }
+
+static const char *const manager_mode_table[_MANAGER_MODE_MAX] = {
+        [MANAGER_MODE_AUTO] = "auto",
+        [MANAGER_MODE_TUNE_ONLY] = "tune-only",
+        [MANAGER_MODE_OBSERVE] = "observe",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(manager_mode, ManagerMode);
 
 static const char *const idle_mode_table[_IDLE_MODE_MAX] = {
         [IDLE_MODE_SLOW] = "slow",
@@ -48,6 +57,7 @@ const ConfItem config_table[] = {
         ITEM("Daemon", "InjectIntoSeccomp", conf_parse_bool, inject_seccomp, NULL),
         ITEM("Daemon", "DryRun", conf_parse_bool, dry_run, NULL),
         ITEM("Daemon", "Sandbox", conf_parse_bool, sandbox, NULL),
+        ITEM("Daemon", "Mode", conf_parse_enum, mode, CONF_ENUM(manager_mode_table)),
         ITEM("Ksm", "SmartScan", conf_parse_bool_opt, smart_scan, NULL),
         ITEM("Ksm", "UseZeroPages", conf_parse_bool_opt, use_zero_pages, NULL),
         ITEM("Ksm", "MaxPageSharing", conf_parse_i64_opt, max_page_sharing, &max_page_sharing_range),
@@ -94,6 +104,7 @@ void config_init_defaults(Config *c) {
                 .inject_seccomp = false,
                 .dry_run = false,
                 .sandbox = true,
+                .mode = MANAGER_MODE_AUTO,
                 .smart_scan = -1,
                 .use_zero_pages = -1,
                 .max_page_sharing = -1,

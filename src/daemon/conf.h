@@ -8,6 +8,21 @@
 #include "plan.h"
 #include "tuning-config.h"
 
+/* What the daemon may change: Mode= sets it at start and on every reload;
+ * an administrator changes it over the bus (SetMode) until the next reload
+ * or restart. Every stage that writes to the kernel or to a process asks
+ * manager_may_tune() / manager_may_act_on_processes() first. */
+typedef enum ManagerMode {
+        MANAGER_MODE_AUTO,      /* tune ksmd and switch merging per policy */
+        MANAGER_MODE_TUNE_ONLY, /* tune ksmd; leave every process's merging as it is */
+        MANAGER_MODE_OBSERVE,   /* decide and report only: a dry run at runtime */
+        _MANAGER_MODE_MAX,
+        _MANAGER_MODE_INVALID = -22,
+} ManagerMode;
+
+const char *manager_mode_to_string(ManagerMode m);
+ManagerMode manager_mode_from_string(const char *s);
+
 /* ksmtuned2.conf: every key is documented in ksmtuned2.conf(5) and appears,
  * commented out at its default, in conf/ksmtuned2.conf. */
 typedef struct Config {
@@ -21,6 +36,7 @@ typedef struct Config {
         bool inject_seccomp;            /* InjectIntoSeccomp= */
         bool dry_run;                   /* DryRun= */
         bool sandbox;                   /* Sandbox=: drop capabilities, seccomp filter (start only) */
+        int mode;                       /* ManagerMode, Mode= */
 
         /* [Ksm]: fixed values applied at start; -1 leaves the kernel's value */
         int64_t smart_scan;             /* SmartScan= */

@@ -14,16 +14,7 @@
 #include "manager-metrics.h"
 #include "manager.h"
 #include "sandbox.h"
-#include "string-table.h"
 #include "util.h"
-
-static const char *const manager_mode_table[_MANAGER_MODE_MAX] = {
-        [MANAGER_MODE_AUTO] = "auto",
-        [MANAGER_MODE_TUNE_ONLY] = "tune-only",
-        [MANAGER_MODE_OBSERVE] = "observe",
-};
-
-DEFINE_STRING_TABLE_LOOKUP(manager_mode, ManagerMode);
 
 static void log_config_files(const Manager *m, const char *what) {
         _cleanup_free_ char *list = strv_join(m->config_files, ", ");
@@ -55,6 +46,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                 return log_error_errno(r, "Failed to read the configuration (see above): %m");
         log_set_max_level(m->config.log_level);
         log_config_files(m, "Configuration");
+        (void) manager_set_mode(m, m->config.mode, "by Mode= of the configuration");
 
         r = root_open(o->root_prefix, &m->root);
         if (r < 0)
@@ -337,6 +329,9 @@ int manager_reload(Manager *m) {
                 log_set_max_level(m->config.log_level);
                 manager_request_tick(m);
                 log_config_files(m, "Reloaded configuration");
+                /* The file is what the administrator wants from now on: a
+                 * SetMode since the last reload gives way to it. */
+                (void) manager_set_mode(m, m->config.mode, "by Mode= of the reloaded configuration");
         }
         if (m->discovery)
                 (void) manager_load_policies(m);

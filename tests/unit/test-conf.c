@@ -35,6 +35,7 @@ static void test_defaults_and_shipped(void **state) {
         assert_true(c.restore_knobs);
         assert_false(c.unmerge_on_exit);
         assert_int_equal(c.use_zero_pages, -1);
+        assert_int_equal(c.mode, MANAGER_MODE_AUTO);
         assert_int_equal(strv_length(c.policy_dirs), 3);
 
         /* the shipped file has every key commented out: loading it yields the defaults */
@@ -62,7 +63,7 @@ static void test_good_values(void **state) {
         ConfDiag d = {};
         char path[1024];
         assert_int_equal(load_text("[Daemon]\nInterval=250ms\nLogLevel=debug\nPolicyDirectories=/a  /b\n"
-                                   "RestoreKnobsOnExit=no\n; comment\n# comment\n[Ksm]\nUseZeroPages=yes\n"
+                                   "RestoreKnobsOnExit=no\nMode=tune-only\n; comment\n# comment\n[Ksm]\nUseZeroPages=yes\n"
                                    "MaxPageSharing=512\nSmartScan=\n[Sampler]\nKsmdSampleInterval=5ms\n"
                                    /* enum values match in any case (conf_parse_enum()) */
                                    "[Tuning]\nIdleMode=Stop\nAdvisorPolicy=LEAVE\n",
@@ -74,6 +75,7 @@ static void test_good_values(void **state) {
         assert_int_equal(strv_length(c.policy_dirs), 2);
         assert_string_equal(c.policy_dirs[1], "/b");
         assert_false(c.restore_knobs);
+        assert_int_equal(c.mode, MANAGER_MODE_TUNE_ONLY);
         assert_int_equal(c.use_zero_pages, 1);
         assert_int_equal(c.max_page_sharing, 512);
         assert_int_equal(c.smart_scan, -1);
