@@ -169,7 +169,8 @@ static int run_check_config(void) {
                 log_error_errno(r, "Cannot read the configuration: %m");
         bool bad = r != 0;
         if (!bad && strv_length(files) == 0)
-                printf("%s: OK (absent: built-in defaults)\n", DEFAULT_CONFIG_PATH);
+                printf("%s: OK (%s: built-in defaults)\n", arg_config_path ?: DEFAULT_CONFIG_PATH,
+                       arg_config_path ? "empty" : "absent");
         for (char **f = files; !bad && *f; f++)
                 printf("%s: OK\n", *f);
 

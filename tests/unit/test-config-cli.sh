@@ -24,6 +24,11 @@ out=$("$KSMTUNED2" --check-config --config "$dir/k.conf" 2>&1); rc=$?
 [ $rc = 0 ] || { echo "FAIL: --check-config of a good file: exit $rc: $out"; fail=1; }
 echo "$out" | grep -qx "$dir/k.conf: OK" || { echo "FAIL: no OK line: $out"; fail=1; }
 
+: > "$dir/empty.conf"
+out=$("$KSMTUNED2" --check-config --config "$dir/empty.conf" 2>&1); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -qx "$dir/empty.conf: OK (empty: built-in defaults)" ||
+        { echo "FAIL: --check-config of an empty file (exit $rc): $out"; fail=1; }
+
 out=$("$KSMTUNED2" --cat-config --config "$dir/missing.conf" 2>&1); rc=$?
 [ $rc = 3 ] || { echo "FAIL: --cat-config of a missing file: exit $rc"; fail=1; }
 echo "$out" | grep -qx "$dir/missing.conf:0: cannot be read: No such file or directory" ||

@@ -423,6 +423,18 @@ static void test_strv_split_whitespace(void **state) {
         assert_false(strv_contains(NULL, "one"));
 }
 
+static void test_strv_join(void **state) {
+        char *abc[] = { "a", "bc", "", "d", NULL }, *one[] = { "x", NULL }, *none[] = { NULL };
+        _cleanup_free_ char *j1 = strv_join(abc, ", "), *j2 = strv_join(one, ", "), *j3 = strv_join(none, ", "),
+                            *j4 = strv_join(NULL, "-"), *j5 = strv_join(abc, "");
+
+        assert_string_equal(j1, "a, bc, , d");
+        assert_string_equal(j2, "x");
+        assert_string_equal(j3, "");
+        assert_string_equal(j4, "");
+        assert_string_equal(j5, "abcd");
+}
+
 static void test_startswith_endswith(void **state) {
         assert_true(startswith("ksmtuned2", "ksm"));
         assert_true(startswith("ksm", "ksm"));
@@ -586,6 +598,7 @@ int main(void) {
                 cmocka_unit_test(test_format_timespan),
                 cmocka_unit_test(test_format_bytes),
                 cmocka_unit_test(test_strv_split_whitespace),
+                cmocka_unit_test(test_strv_join),
                 cmocka_unit_test(test_startswith_endswith),
                 cmocka_unit_test(test_strscpy),
                 cmocka_unit_test(test_greedy_realloc),
