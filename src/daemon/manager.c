@@ -319,7 +319,11 @@ int manager_reload(Manager *m) {
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
         r = config_load_logged(&c, m->config_explicit ? m->config_path : NULL, &files, /* diag_stream= */ NULL);
         if (r < 0) {
-                log_error_errno(r, "Reloading the configuration failed (%m), keeping the running one.");
+                if (r == -EBADMSG)
+                        log_error("Reloading the configuration failed: it cannot be parsed (see above); "
+                                  "keeping the running one.");
+                else
+                        log_error_errno(r, "Reloading the configuration failed (%m), keeping the running one.");
                 config_done(&c);
         } else {
                 config_done(&m->config);
