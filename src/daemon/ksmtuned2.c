@@ -39,7 +39,7 @@ static void help(void) {
                "Decides which processes share memory through KSM and tunes ksmd.\n\n"
                "  -h --help             Show this help\n"
                "     --version          Show the version\n"
-               "  -c --config=FILE      Read FILE alone (default %s and drop-ins)\n"
+               "  -c --config=FILE      Read FILE alone, without drop-ins (default %s)\n"
                "     --probe            Print the kernel feature probe and exit\n"
                "     --json             With --probe: print JSON\n"
                "     --check-config     Validate the configuration and exit\n"
