@@ -140,7 +140,8 @@ typedef struct UnitName {
 /* Components "NUMBER[ ]UNIT" with optional whitespace between them, summed
  * ("1h 30min", "2min30s", "1G 512M"), as systemd reads time spans and
  * sizes. A number without a unit takes default_unit, and only alone ("5",
- * not "5 5s": a typo is likelier than a sum). -ERANGE beyond max. */
+ * not "5 5s": a typo is likelier than a sum). -ERANGE beyond max; *ret
+ * is written only on success. */
 static int parse_with_units(const char *s, const UnitName *units, size_t n_units, uint64_t default_unit,
                             uint64_t max, uint64_t *ret) {
         uint64_t total = 0;
@@ -207,14 +208,9 @@ int parse_time_usec(const char *s, uint64_t default_unit_usec, uint64_t *ret) {
                 { "y", 31557600 * USEC_PER_SEC }, { "year", 31557600 * USEC_PER_SEC },
                 { "years", 31557600 * USEC_PER_SEC },
         };
-        uint64_t v;
         /* INT64_MAX: callers add time spans to monotonic timestamps and
          * compare them as signed as often as not. */
-        int r = parse_with_units(s, units, ELEMENTSOF(units), default_unit_usec, INT64_MAX, &v);
-        if (r < 0)
-                return r;
-        *ret = v;
-        return 0;
+        return parse_with_units(s, units, ELEMENTSOF(units), default_unit_usec, INT64_MAX, ret);
 }
 
 int parse_timespan_usec(const char *s, uint64_t *ret) {
@@ -232,12 +228,7 @@ int parse_size(const char *s, uint64_t default_unit, uint64_t *ret) {
                 { "P", UINT64_C(1) << 50 },
                 { "E", UINT64_C(1) << 60 },
         };
-        uint64_t v;
-        int r = parse_with_units(s, units, ELEMENTSOF(units), default_unit, UINT64_MAX, &v);
-        if (r < 0)
-                return r;
-        *ret = v;
-        return 0;
+        return parse_with_units(s, units, ELEMENTSOF(units), default_unit, UINT64_MAX, ret);
 }
 
 int parse_percent(const char *s, double *ret) {

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "conf.h"
 #include "fileio.h"
@@ -16,7 +15,9 @@
 static const ConfRange interval_range = { 100 * USEC_PER_MSEC, 3600 * USEC_PER_SEC };
 static const ConfRange sample_range = { 1 * USEC_PER_MSEC, 10 * USEC_PER_SEC };
 static const ConfRange max_page_sharing_range = { 2, 1U << 20 };
-static const ConfUnit prune_unit = { .unit = USEC_PER_MSEC, .name = "ms", .range = { 0, UINT32_MAX }, .optional = true };
+static const ConfUnit prune_unit = {
+        .unit = USEC_PER_MSEC, .name = "ms", .range = { 0, UINT32_MAX }, .optional = true,
+};
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Config, field), data }
 
