@@ -15,8 +15,22 @@ int safe_atoi64(const char *s, int64_t *ret);
 int safe_atou(const char *s, unsigned *ret);
 int safe_atoi(const char *s, int *ret);
 int parse_boolean(const char *s); /* 1, 0 or -EINVAL */
-/* "5", "5s", "250ms", "2min", "1h", "1.5s"; a bare number is seconds. */
+/* Time spans as systemd.time(7) has them: "5s", "250ms", "1.5h", "2min 30s",
+ * "1h30min"; units us (usec, µs), ms (msec), s (sec, second, seconds), m
+ * (min, minute, minutes), h (hr, hour, hours), d (day, days), w (week,
+ * weeks), M (month, months: 30.44 days), y (year, years: 365.25 days),
+ * case-sensitive. A bare number, alone, is in default_unit_usec. -EINVAL
+ * for anything else, -ERANGE from 2^63 us up. */
+int parse_time_usec(const char *s, uint64_t default_unit_usec, uint64_t *ret);
+/* parse_time_usec() where a bare number is seconds. */
 int parse_timespan_usec(const char *s, uint64_t *ret);
+/* Sizes as systemd reads them, base 1024: "64M", "1.5G", "1G 512M"; units
+ * B K M G T P E. A bare number, alone, is in default_unit bytes; fractions
+ * of a byte are rounded. -ERANGE beyond UINT64_MAX. */
+int parse_size(const char *s, uint64_t default_unit, uint64_t *ret);
+/* "10", "10%", "2.5%": a decimal number with an optional percent sign. Not
+ * range-checked. */
+int parse_percent(const char *s, double *ret);
 const char *format_timespan(char *buf, size_t n, uint64_t usec);
 const char *format_bytes(char *buf, size_t n, uint64_t bytes);
 
@@ -35,6 +49,8 @@ int strv_push(char ***l, char *value); /* takes value, frees it on failure */
 /* Appends the strings of add and frees its array; takes add, frees all of it on failure. */
 int strv_push_all(char ***l, char **add);
 bool strv_contains(char *const *l, const char *s);
+/* The strings of l with sep between them ("" for none); NULL on ENOMEM. */
+char *strv_join(char *const *l, const char *sep);
 
 char *strstrip(char *s);
 bool startswith(const char *s, const char *prefix);

@@ -9,8 +9,10 @@
 #include "macro.h"
 
 /* Table-driven parsing of INI files (daemon config and policies) on top of
- * inih. Every problem becomes a diagnostic "file:line: key: reason"; an
- * unknown key or bad value is skipped, a syntax error rejects the file. */
+ * inih, with systemd's rules: sections and keys case-sensitive, '=' only.
+ * Every problem becomes a diagnostic "file:line: key: reason"; an unknown
+ * key or bad value is skipped, a syntax error (a line inih would read
+ * differently from systemd, or cut) rejects the file. */
 
 typedef struct ConfDiag {
         char **lines;           /* "file:line: key: reason" */
@@ -48,6 +50,15 @@ typedef struct ConfRange {
         uint64_t min, max;
 } ConfRange;
 
+/* The files named *suffix in dirs, in the order of their names (strcmp),
+ * a name in an earlier directory shadowing the same name in later ones, as
+ * systemd orders drop-ins; *ret_shadowed (may be NULL) counts those.
+ * Always sets *ret_paths unless -ENOMEM. A missing directory is fine; for
+ * one that cannot be read (a file in its place included) returns -errno
+ * after a diagnostic, having collected the others anyway. */
+int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_paths, size_t *ret_shadowed,
+                       ConfDiag *diag);
+
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason);
 
 /* Built-in parsers. */
@@ -56,10 +67,22 @@ int conf_parse_tristate(const ConfContext *c, const char *value, void *dst, cons
 int conf_parse_u64(const ConfContext *c, const char *value, void *dst, const void *data);       /* uint64_t, data: ConfRange* */
 int conf_parse_i64_opt(const ConfContext *c, const char *value, void *dst, const void *data);   /* int64_t, -1 = unset; data: ConfRange* */
 int conf_parse_bool_opt(const ConfContext *c, const char *value, void *dst, const void *data);   /* int64_t: -1 unset, 0, 1 */
-int conf_parse_double(const ConfContext *c, const char *value, void *dst, const void *data);    /* double, data: ConfRange* (as integers) */
+int conf_parse_percent(const ConfContext *c, const char *value, void *dst, const void *data);   /* double: "10", "10%", "2.5%"; data: ConfRange* */
 int conf_parse_timespan(const ConfContext *c, const char *value, void *dst, const void *data);  /* uint64_t usec, data: ConfRange* in usec */
+/* data of the parsers of keys named after their unit (MinSleepMSec=,
+ * MinAnonMiB=): a bare number is in that unit, as it always was; a value
+ * with a unit of its own ("1s", "2G") is converted to it, and must come to
+ * a whole number of it. */
+typedef struct ConfUnit {
+        uint64_t unit;          /* usec (time) or bytes (size) in one unit of the key */
+        const char *name;       /* "ms", "MiB": for messages */
+        ConfRange range;        /* in the key's unit */
+        bool optional;          /* empty means unset: dst is int64_t, -1; else uint64_t */
+} ConfUnit;
+int conf_parse_time_in_unit(const ConfContext *c, const char *value, void *dst, const void *data); /* data: ConfUnit* */
+int conf_parse_size_in_unit(const ConfContext *c, const char *value, void *dst, const void *data); /* data: ConfUnit* */
 int conf_parse_string(const ConfContext *c, const char *value, void *dst, const void *data);    /* char* */
-int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data);      /* char**, space separated */
+int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data);      /* char**, space separated; appends, empty resets */
 int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, const void *data); /* int */
 /* data: CONF_ENUM(table) of a string table (string-table.h); stores the
  * index of the name as int. Unlike the tables' own lookups, the value
@@ -78,6 +101,10 @@ typedef struct ConfParseOptions {
         /* Called before each key; may redirect the base pointer, e.g. to the
          * current element of a list of sections. */
         void *(*section_base)(void *userdata, const char *section, unsigned line);
+        /* Called for a section (key NULL) or a key the table does not have;
+         * returns what that means, for the diagnostic ("this policy matches
+         * nothing"), or NULL for the default, "ignoring". */
+        const char *(*unknown)(void *userdata, const char *section, const char *key);
         void *userdata;
 } ConfParseOptions;
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 /* Reading and writing files: the I/O half of what util.h was. */
 
@@ -16,3 +18,6 @@ int read_u64_at(int dirfd, const char *path, uint64_t *ret);
 int write_string_at(int dirfd, const char *path, const char *value);
 /* Atomic replace: write to a temporary file in the same directory, rename. */
 int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);
+/* An empty file or /dev/null (a symlink to it, followed): what masks a
+ * file of the same name in a later directory, as in systemd. */
+bool stat_is_null_or_empty(const struct stat *st);

@@ -99,55 +99,153 @@ int parse_boolean(const char *s) {
         return -EINVAL;
 }
 
-int parse_timespan_usec(const char *s, uint64_t *ret) {
-        static const struct {
-                const char *suffix;
-                uint64_t usec;
-        } units[] = {
-                { "us", 1 }, { "usec", 1 }, { "ms", USEC_PER_MSEC }, { "msec", USEC_PER_MSEC },
-                { "s", USEC_PER_SEC }, { "sec", USEC_PER_SEC }, { "", USEC_PER_SEC },
-                { "m", 60 * USEC_PER_SEC }, { "min", 60 * USEC_PER_SEC },
-                { "h", 3600 * USEC_PER_SEC }, { "hour", 3600 * USEC_PER_SEC },
-        };
-        char *end;
-        double v;
+/* A decimal number as people write one: digits with at most one point, at
+ * least one digit; no sign, no exponent, no hexadecimal (strtod() reads
+ * "1e3" and "0x10", which nobody means as a time span or a size). The
+ * fraction keeps 18 digits, which is more than any unit here can use. */
+static int scan_decimal(const char **p, uint64_t *ret_whole, uint64_t *ret_frac, uint64_t *ret_frac_div) {
+        const char *s = *p;
+        uint64_t whole = 0, frac = 0, div = 1;
+        bool digits = false;
+
+        for (; isdigit((unsigned char) *s); s++) {
+                uint64_t d = (uint64_t) (*s - '0');
+                if (whole > UINT64_MAX / 10 || whole * 10 > UINT64_MAX - d)
+                        return -ERANGE;
+                whole = whole * 10 + d;
+                digits = true;
+        }
+        if (*s == '.')
+                for (s++; isdigit((unsigned char) *s); s++) {
+                        if (div < UINT64_C(1000000000000000000)) {
+                                frac = frac * 10 + (uint64_t) (*s - '0');
+                                div *= 10;
+                        }
+                        digits = true;
+                }
+        if (!digits)
+                return -EINVAL;
+        *p = s;
+        *ret_whole = whole;
+        *ret_frac = frac;
+        *ret_frac_div = div;
+        return 0;
+}
+
+typedef struct UnitName {
+        const char *name;
+        uint64_t factor;
+} UnitName;
+
+/* Components "NUMBER[ ]UNIT" with optional whitespace between them, summed
+ * ("1h 30min", "2min30s", "1G 512M"), as systemd reads time spans and
+ * sizes. A number without a unit takes default_unit, and only alone ("5",
+ * not "5 5s": a typo is likelier than a sum). -ERANGE beyond max; *ret
+ * is written only on success. */
+static int parse_with_units(const char *s, const UnitName *units, size_t n_units, uint64_t default_unit,
+                            uint64_t max, uint64_t *ret) {
+        uint64_t total = 0;
+        bool first = true;
 
         if (!s)
                 return -EINVAL;
-        while (isspace((unsigned char) *s))
-                s++;
-        if (!isdigit((unsigned char) *s) && *s != '.')
+        s = skip_trailing_ws(s);
+        if (!*s)
                 return -EINVAL;
-        errno = 0;
-        v = strtod(s, &end);
-        if (errno > 0 || !isfinite(v) || v < 0)
-                return -EINVAL;
-        /* strtod() also reads hexadecimal ("0x10" = 16) and exponents
-         * ("1e3"): only decimal digits and a point are a time span. */
-        if ((size_t) (end - s) != strspn(s, "0123456789."))
-                return -EINVAL;
-        while (isspace((unsigned char) *end))
-                end++;
-        char suffix[8];
-        size_t n = 0;
-        while (end[n] && !isspace((unsigned char) end[n]) && n < sizeof suffix - 1) {
-                suffix[n] = end[n];
-                n++;
+        while (*s) {
+                uint64_t whole, frac, div, factor = 0;
+                int r = scan_decimal(&s, &whole, &frac, &div);
+                if (r < 0)
+                        return r;
+                s = skip_trailing_ws(s);
+                size_t n = strcspn(s, " \t\n\r.0123456789");
+                if (n == 0) {
+                        if (!first || *s)
+                                return -EINVAL;
+                        factor = default_unit;
+                } else
+                        for (size_t i = 0; i < n_units && factor == 0; i++)
+                                if (strlen(units[i].name) == n && strncmp(s, units[i].name, n) == 0)
+                                        factor = units[i].factor;
+                if (factor == 0)
+                        return -EINVAL;
+                s = skip_trailing_ws(s + n);
+                first = false;
+
+                if (whole > max / factor)
+                        return -ERANGE;
+                uint64_t v = whole * factor;
+                /* Below one factor (2^60 at most): llround() cannot overflow. */
+                uint64_t part = (uint64_t) llround((double) frac / (double) div * (double) factor);
+                if (part > max - v)
+                        return -ERANGE;
+                v += part;
+                if (v > max - total)
+                        return -ERANGE;
+                total += v;
         }
-        suffix[n] = 0;
-        if (*skip_trailing_ws(end + n) != '\0')
+        *ret = total;
+        return 0;
+}
+
+/* systemd.time(7): months are 30.44 days, years 365.25. */
+#define USEC_PER_MINUTE (60 * USEC_PER_SEC)
+#define USEC_PER_HOUR (60 * USEC_PER_MINUTE)
+#define USEC_PER_DAY (24 * USEC_PER_HOUR)
+
+int parse_time_usec(const char *s, uint64_t default_unit_usec, uint64_t *ret) {
+        static const UnitName units[] = {
+                { "us", 1 }, { "usec", 1 }, { "\xc2\xb5s", 1 }, { "\xce\xbcs", 1 },
+                { "ms", USEC_PER_MSEC }, { "msec", USEC_PER_MSEC },
+                { "s", USEC_PER_SEC }, { "sec", USEC_PER_SEC }, { "second", USEC_PER_SEC }, { "seconds", USEC_PER_SEC },
+                { "m", USEC_PER_MINUTE }, { "min", USEC_PER_MINUTE }, { "minute", USEC_PER_MINUTE },
+                { "minutes", USEC_PER_MINUTE },
+                { "h", USEC_PER_HOUR }, { "hr", USEC_PER_HOUR }, { "hour", USEC_PER_HOUR }, { "hours", USEC_PER_HOUR },
+                { "d", USEC_PER_DAY }, { "day", USEC_PER_DAY }, { "days", USEC_PER_DAY },
+                { "w", 7 * USEC_PER_DAY }, { "week", 7 * USEC_PER_DAY }, { "weeks", 7 * USEC_PER_DAY },
+                { "M", 2629800 * USEC_PER_SEC }, { "month", 2629800 * USEC_PER_SEC },
+                { "months", 2629800 * USEC_PER_SEC },
+                { "y", 31557600 * USEC_PER_SEC }, { "year", 31557600 * USEC_PER_SEC },
+                { "years", 31557600 * USEC_PER_SEC },
+        };
+        /* INT64_MAX: callers add time spans to monotonic timestamps and
+         * compare them as signed as often as not. */
+        return parse_with_units(s, units, ELEMENTSOF(units), default_unit_usec, INT64_MAX, ret);
+}
+
+int parse_timespan_usec(const char *s, uint64_t *ret) {
+        return parse_time_usec(s, USEC_PER_SEC, ret);
+}
+
+int parse_size(const char *s, uint64_t default_unit, uint64_t *ret) {
+        /* systemd's parse_size() with base 1024: one letter, no "KiB". */
+        static const UnitName units[] = {
+                { "B", 1 },
+                { "K", UINT64_C(1) << 10 },
+                { "M", UINT64_C(1) << 20 },
+                { "G", UINT64_C(1) << 30 },
+                { "T", UINT64_C(1) << 40 },
+                { "P", UINT64_C(1) << 50 },
+                { "E", UINT64_C(1) << 60 },
+        };
+        return parse_with_units(s, units, ELEMENTSOF(units), default_unit, UINT64_MAX, ret);
+}
+
+int parse_percent(const char *s, double *ret) {
+        uint64_t whole, frac, div;
+
+        if (!s)
                 return -EINVAL;
-        for (size_t i = 0; i < ELEMENTSOF(units); i++)
-                if (strcmp(suffix, units[i].suffix) == 0) {
-                        double us = v * (double) units[i].usec;
-                        /* llround() returns a long long: 2^63 (what
-                         * (double) (UINT64_MAX / 2) rounds up to) is already too much. */
-                        if (us >= 0x1p63)
-                                return -ERANGE;
-                        *ret = (uint64_t) llround(us);
-                        return 0;
-                }
-        return -EINVAL;
+        s = skip_trailing_ws(s);
+        int r = scan_decimal(&s, &whole, &frac, &div);
+        if (r < 0)
+                return r;
+        if (*s == '%')
+                s++;
+        if (*skip_trailing_ws(s))
+                return -EINVAL;
+        *ret = (double) whole + (double) frac / (double) div;
+        return 0;
 }
 
 const char *format_timespan(char *buf, size_t n, uint64_t usec) {
@@ -266,6 +364,22 @@ int strv_split_whitespace(const char *s, char ***ret) {
         }
         *ret = TAKE_PTR(l);
         return 0;
+}
+
+char *strv_join(char *const *l, const char *sep) {
+        size_t n = 1, k = strlen(sep);
+        for (char *const *p = l; p && *p; p++)
+                n += strlen(*p) + k;
+        char *s = malloc(n), *o = s;
+        if (!s)
+                return NULL;
+        for (char *const *p = l; p && *p; p++) {
+                if (p != l)
+                        o = stpcpy(o, sep);
+                o = stpcpy(o, *p);
+        }
+        *o = 0;
+        return s;
 }
 
 bool strv_contains(char *const *l, const char *s) {

@@ -4,17 +4,30 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "conf.h"
+#include "fileio.h"
 #include "log.h"
+#include "string-table.h"
 #include "util.h"
 
 static const ConfRange interval_range = { 100 * USEC_PER_MSEC, 3600 * USEC_PER_SEC };
 static const ConfRange sample_range = { 1 * USEC_PER_MSEC, 10 * USEC_PER_SEC };
 static const ConfRange max_page_sharing_range = { 2, 1U << 20 };
-static const ConfRange prune_range = { 0, UINT32_MAX };
+static const ConfUnit prune_unit = {
+        .unit = USEC_PER_MSEC, .name = "ms", .range = { 0, UINT32_MAX }, .optional = true,
+};
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Config, field), data }
+
+static const char *const manager_mode_table[_MANAGER_MODE_MAX] = {
+        [MANAGER_MODE_AUTO] = "auto",
+        [MANAGER_MODE_TUNE_ONLY] = "tune-only",
+        [MANAGER_MODE_OBSERVE] = "observe",
+};
+
+DEFINE_STRING_TABLE_LOOKUP(manager_mode, ManagerMode);
 
 static const char *const idle_mode_table[_IDLE_MODE_MAX] = {
         [IDLE_MODE_SLOW] = "slow",
@@ -32,7 +45,7 @@ static const char *const foreign_knob_writes_table[_FOREIGN_KNOB_WRITES_MAX] = {
 
 static const ConfRange percent_range = { 0, 100 };
 static const ConfRange pages_range = { 1, UINT32_MAX };
-static const ConfRange sleep_range = { 0, 60 * 1000 };
+static const ConfUnit sleep_unit = { .unit = USEC_PER_MSEC, .name = "ms", .range = { 0, 60 * 1000 } };
 static const ConfRange scans_range = { 1, 1000 };
 static const ConfRange count_range = { 0, UINT32_MAX };
 static const ConfRange burst_interval_range = { 50 * USEC_PER_MSEC, 60 * USEC_PER_SEC };
@@ -51,20 +64,21 @@ const ConfItem config_table[] = {
         ITEM("Daemon", "InjectIntoSeccomp", conf_parse_bool, inject_seccomp, NULL),
         ITEM("Daemon", "DryRun", conf_parse_bool, dry_run, NULL),
         ITEM("Daemon", "Sandbox", conf_parse_bool, sandbox, NULL),
+        ITEM("Daemon", "Mode", conf_parse_enum, mode, CONF_ENUM(manager_mode_table)),
         ITEM("Ksm", "SmartScan", conf_parse_bool_opt, smart_scan, NULL),
         ITEM("Ksm", "UseZeroPages", conf_parse_bool_opt, use_zero_pages, NULL),
         ITEM("Ksm", "MaxPageSharing", conf_parse_i64_opt, max_page_sharing, &max_page_sharing_range),
         ITEM("Ksm", "MergeAcrossNodes", conf_parse_bool_opt, merge_across_nodes, NULL),
-        ITEM("Ksm", "StableNodeChainsPruneMSec", conf_parse_i64_opt, stable_node_chains_prune_ms, &prune_range),
+        ITEM("Ksm", "StableNodeChainsPruneMSec", conf_parse_time_in_unit, stable_node_chains_prune_ms, &prune_unit),
         ITEM("Sampler", "KsmdSampleInterval", conf_parse_timespan, ksmd_sample_interval_usec, &sample_range),
-        ITEM("Tuning", "CpuBudget", conf_parse_double, tuning.cpu_budget_percent, &percent_range),
-        ITEM("Tuning", "CpuBudgetUnderPressure", conf_parse_double, tuning.cpu_budget_pressure_percent, &percent_range),
-        ITEM("Tuning", "BurstCpu", conf_parse_double, tuning.burst_cpu_percent, &percent_range),
+        ITEM("Tuning", "CpuBudget", conf_parse_percent, tuning.cpu_budget_percent, &percent_range),
+        ITEM("Tuning", "CpuBudgetUnderPressure", conf_parse_percent, tuning.cpu_budget_pressure_percent, &percent_range),
+        ITEM("Tuning", "BurstCpu", conf_parse_percent, tuning.burst_cpu_percent, &percent_range),
         ITEM("Tuning", "BurstAllowance", conf_parse_timespan, tuning.burst_allowance_usec, &any_span_range),
         ITEM("Tuning", "MinPagesToScan", conf_parse_u64, tuning.min_pages_to_scan, &pages_range),
         ITEM("Tuning", "MaxPagesToScan", conf_parse_u64, tuning.max_pages_to_scan, &pages_range),
-        ITEM("Tuning", "MinSleepMSec", conf_parse_u64, tuning.min_sleep_ms, &sleep_range),
-        ITEM("Tuning", "MaxSleepMSec", conf_parse_u64, tuning.max_sleep_ms, &sleep_range),
+        ITEM("Tuning", "MinSleepMSec", conf_parse_time_in_unit, tuning.min_sleep_ms, &sleep_unit),
+        ITEM("Tuning", "MaxSleepMSec", conf_parse_time_in_unit, tuning.max_sleep_ms, &sleep_unit),
         ITEM("Tuning", "BurstInterval", conf_parse_timespan, tuning.burst_interval_usec, &burst_interval_range),
         ITEM("Tuning", "BackoffFullScans", conf_parse_u64, tuning.backoff_full_scans, &scans_range),
         ITEM("Tuning", "MinGainPages", conf_parse_u64, tuning.min_gain_pages, &pages_range),
@@ -72,16 +86,16 @@ const ConfItem config_table[] = {
         ITEM("Tuning", "MaintenanceScanTime", conf_parse_timespan, tuning.maintenance_scan_time_usec, &long_span_range),
         ITEM("Tuning", "IdleAfter", conf_parse_timespan, tuning.idle_after_usec, &any_span_range),
         ITEM("Tuning", "IdleMode", conf_parse_enum, tuning.idle_mode, CONF_ENUM(idle_mode_table)),
-        ITEM("Tuning", "MemAvailablePlentiful", conf_parse_double, tuning.mem_plentiful_percent, &percent_range),
-        ITEM("Tuning", "MemAvailableTight", conf_parse_double, tuning.mem_tight_percent, &percent_range),
-        ITEM("Tuning", "PressureHigh", conf_parse_double, tuning.psi_high_percent, &percent_range),
+        ITEM("Tuning", "MemAvailablePlentiful", conf_parse_percent, tuning.mem_plentiful_percent, &percent_range),
+        ITEM("Tuning", "MemAvailableTight", conf_parse_percent, tuning.mem_tight_percent, &percent_range),
+        ITEM("Tuning", "PressureHigh", conf_parse_percent, tuning.psi_high_percent, &percent_range),
         ITEM("Tuning", "AdvisorPolicy", conf_parse_enum, tuning.advisor_policy, CONF_ENUM(advisor_policy_table)),
         ITEM("Tuning", "Tracepoints", conf_parse_bool, tuning.tracepoints, NULL),
         ITEM("Tuning", "MountTracefs", conf_parse_bool, tuning.mount_tracefs, NULL),
         ITEM("Tuning", "ContentionInterval", conf_parse_timespan, tuning.contention_interval_usec, &long_span_range),
         ITEM("Tuning", "ContentionWindow", conf_parse_timespan, tuning.contention_window_usec, &window_range),
-        ITEM("Tuning", "ContentionMinBlocked", conf_parse_double, tuning.contention_min_blocked_percent, &percent_range),
-        ITEM("Tuning", "ExcludeBlocked", conf_parse_double, tuning.exclude_blocked_percent, &percent_range),
+        ITEM("Tuning", "ContentionMinBlocked", conf_parse_percent, tuning.contention_min_blocked_percent, &percent_range),
+        ITEM("Tuning", "ExcludeBlocked", conf_parse_percent, tuning.exclude_blocked_percent, &percent_range),
         ITEM("Tuning", "ExcludeMaxMergingPages", conf_parse_u64, tuning.exclude_max_merging_pages, &count_range),
         ITEM("Tuning", "ReadmitAfter", conf_parse_timespan, tuning.readmit_after_usec, &long_span_range),
         ITEM("Metrics", "TextfilePath", conf_parse_string, metrics_textfile, NULL),
@@ -97,6 +111,7 @@ void config_init_defaults(Config *c) {
                 .inject_seccomp = false,
                 .dry_run = false,
                 .sandbox = true,
+                .mode = MANAGER_MODE_AUTO,
                 .smart_scan = -1,
                 .use_zero_pages = -1,
                 .max_page_sharing = -1,
@@ -116,41 +131,133 @@ void config_done(Config *c) {
         *c = (Config) {};
 }
 
-int config_load(Config *c, const char *path, bool missing_ok, bool *ret_found, ConfDiag *diag) {
-        _cleanup_fclose_ FILE *f = NULL;
+#define CONF_DIRS(sub) { SYSCONFDIR "/ksmtuned2/" sub, "/run/ksmtuned2/" sub, PKGLIBDIR "/" sub, NULL }
+
+const ConfigSearch config_search_default = {
+        .main_paths = (const char *const[]) CONF_DIRS("ksmtuned2.conf"),
+        .dropin_dirs = (const char *const[]) CONF_DIRS("ksmtuned2.conf.d"),
+};
+
+enum { FILE_ABSENT, FILE_MASKS, FILE_IN_FORCE };
+
+/* What path is: FILE_IN_FORCE, FILE_ABSENT, or FILE_MASKS when empty or
+ * /dev/null; -errno after a diagnostic when it cannot be looked at. */
+static int file_state(const char *path, bool required, ConfDiag *diag) {
+        struct stat st;
+        int r = 0;
+
+        if (stat(path, &st) < 0)
+                r = negative_errno();
+        else if (S_ISDIR(st.st_mode))
+                r = -EISDIR;
+        if (r == -ENOENT && !required)
+                return FILE_ABSENT;
+        if (r < 0) {
+                conf_diag_add(diag, path, 0, NULL, "cannot be read: %s", strerror(-r));
+                return r;
+        }
+        return stat_is_null_or_empty(&st) ? FILE_MASKS : FILE_IN_FORCE;
+}
+
+static int push_copy(char ***l, const char *s) {
+        char *c = strdup(s);
+        return c ? strv_push(l, c) : -ENOMEM;
+}
+
+int config_files_search(const ConfigSearch *search, char ***ret_files, ConfDiag *diag) {
+        _cleanup_strv_free_ char **files = calloc(1, sizeof(char *)), **dropins = NULL;
         int r;
+
+        if (!files)
+                return -ENOMEM;
+        for (const char *const *p = search->main_paths; p && *p; p++) {
+                r = file_state(*p, search->main_required, diag);
+                if (r < 0)
+                        return r;
+                if (r == FILE_IN_FORCE && push_copy(&files, *p) < 0)
+                        return -ENOMEM;
+                if (r != FILE_ABSENT) /* the first that exists is the main file, even when it masks */
+                        break;
+        }
+        if (search->dropin_dirs) {
+                r = conf_files_collect(search->dropin_dirs, ".conf", &dropins, NULL, diag);
+                if (r < 0)
+                        return r;
+                for (char **d = dropins; *d; d++) {
+                        r = file_state(*d, /* required= */ false, diag);
+                        if (r < 0)
+                                return r;
+                        if (r == FILE_IN_FORCE && push_copy(&files, *d) < 0)
+                                return -ENOMEM;
+                }
+        }
+        *ret_files = TAKE_PTR(files);
+        return 0;
+}
+
+int config_files_find(const char *path, char ***ret_files, ConfDiag *diag) {
+        if (!path)
+                return config_files_search(&config_search_default, ret_files, diag);
+        const ConfigSearch one = { .main_paths = (const char *const[]) { path, NULL }, .main_required = true };
+        return config_files_search(&one, ret_files, diag);
+}
+
+int config_load_files(Config *c, char *const *files, ConfDiag *diag) {
+        int error = 0, r;
 
         config_done(c);
         config_init_defaults(c);
         if (!c->policy_dirs || !c->runtime_dir)
                 return -ENOMEM;
+        /* NULL until a file assigns the list: then it starts empty. */
+        c->policy_dirs = strv_free(c->policy_dirs);
 
-        f = fopen(path, "re");
-        if (!f) {
-                r = negative_errno();
-                if (r == -ENOENT && missing_ok) {
-                        if (ret_found)
-                                *ret_found = false;
-                        return 0;
+        for (char *const *p = files; p && *p; p++) {
+                _cleanup_fclose_ FILE *f = fopen(*p, "re");
+                if (!f) {
+                        r = negative_errno();
+                        conf_diag_add(diag, *p, 0, NULL, "cannot be read: %s", strerror(-r));
+                } else
+                        r = conf_parse_file(f, *p, config_table, config_table_size, c, NULL, diag);
+                if (r == -ENOMEM) {
+                        error = r;
+                        break;
                 }
-                return r;
+                if (r < 0 && error == 0)
+                        error = r;
         }
-        r = conf_parse_file(f, path, config_table, config_table_size, c, NULL, diag);
+        if (!c->policy_dirs && error == 0)
+                error = strv_split_whitespace(DEFAULT_POLICY_DIRS, &c->policy_dirs);
+        if (error < 0) {
+                config_done(c);
+                config_init_defaults(c);
+        }
+        return error;
+}
+
+int config_load(Config *c, const char *path, char ***ret_files, ConfDiag *diag) {
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        r = config_files_find(path, &files, diag);
         if (r < 0) {
                 config_done(c);
                 config_init_defaults(c);
                 return r;
         }
-        if (ret_found)
-                *ret_found = true;
+        r = config_load_files(c, files, diag);
+        if (r < 0)
+                return r;
+        if (ret_files)
+                *ret_files = TAKE_PTR(files);
         return 0;
 }
 
-int config_load_logged(Config *c, const char *path, bool missing_ok, bool *ret_found, FILE *diag_stream) {
+int config_load_logged(Config *c, const char *path, char ***ret_files, FILE *diag_stream) {
         _cleanup_(conf_diag_free) ConfDiag diag = {};
         int r;
 
-        r = config_load(c, path, missing_ok, ret_found, &diag);
+        r = config_load(c, path, ret_files, &diag);
         if (diag_stream)
                 conf_diag_print(&diag, diag_stream);
         else

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "conf.h"
+#include "fileio.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
@@ -28,6 +30,7 @@ static bool arg_dry_run = false;
 static bool arg_probe = false;
 static bool arg_json = false;
 static bool arg_check_config = false;
+static bool arg_cat_config = false;
 static bool arg_bus_introspect = false;
 static int arg_log_level = -1;
 
@@ -36,10 +39,11 @@ static void help(void) {
                "Decides which processes share memory through KSM and tunes ksmd.\n\n"
                "  -h --help             Show this help\n"
                "     --version          Show the version\n"
-               "  -c --config=FILE      Configuration file (default %s)\n"
+               "  -c --config=FILE      Read FILE alone, without drop-ins (default %s)\n"
                "     --probe            Print the kernel feature probe and exit\n"
                "     --json             With --probe: print JSON\n"
                "     --check-config     Validate the configuration and exit\n"
+               "     --cat-config       Print the configuration files in force, in merge order\n"
                "     --bus-introspect   Print the D-Bus introspection XML of the bus API and exit\n"
                "     --dry-run          Decide, but write nothing\n"
                "     --log-level=LEVEL  Override LogLevel=\n"
@@ -50,7 +54,7 @@ static void help(void) {
 /* Returns > 0 to go on, 0 to exit successfully (--help, --version), < 0 on
  * a usage error, which has been reported. */
 static int parse_argv(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_PROBE, ARG_JSON, ARG_CHECK, ARG_DRY_RUN, ARG_LOG_LEVEL, ARG_ROOT,
+        enum { ARG_VERSION = 0x100, ARG_PROBE, ARG_JSON, ARG_CHECK, ARG_CAT, ARG_DRY_RUN, ARG_LOG_LEVEL, ARG_ROOT,
                ARG_BUS_INTROSPECT };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -59,6 +63,7 @@ static int parse_argv(int argc, char *argv[]) {
                 { "probe", no_argument, NULL, ARG_PROBE },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "check-config", no_argument, NULL, ARG_CHECK },
+                { "cat-config", no_argument, NULL, ARG_CAT },
                 { "bus-introspect", no_argument, NULL, ARG_BUS_INTROSPECT },
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
@@ -86,6 +91,9 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_CHECK:
                         arg_check_config = true;
+                        break;
+                case ARG_CAT:
+                        arg_cat_config = true;
                         break;
                 case ARG_BUS_INTROSPECT:
                         arg_bus_introspect = true;
@@ -146,22 +154,25 @@ static int run_probe(void) {
         return EXIT_OK;
 }
 
-/* Every problem is printed; the verdict covers the file and the policies
- * of the directories it names, so both are checked even when one is bad. */
+/* Every problem is printed; the verdict covers every file of the
+ * configuration and the policies of the directories it names, so all are
+ * checked even when one is bad. */
 static int run_check_config(void) {
-        const char *path = arg_config_path ?: DEFAULT_CONFIG_PATH;
         _cleanup_(config_done) Config cfg = {};
         _cleanup_(conf_diag_free) ConfDiag diag = {};
         _cleanup_(policy_set_done) PolicySet policies = {};
-        bool found = false;
+        _cleanup_strv_free_ char **files = NULL;
         int r;
 
-        r = config_load_logged(&cfg, path, /* missing_ok= */ !arg_config_path, &found, stderr);
+        r = config_load_logged(&cfg, arg_config_path, &files, stderr);
         if (r < 0 && r != -EBADMSG)
-                log_error_errno(r, "Cannot read %s: %m", path);
+                log_error_errno(r, "Cannot read the configuration: %m");
         bool bad = r != 0;
-        if (!bad)
-                printf("%s: OK%s\n", path, found ? "" : " (absent: built-in defaults)");
+        if (!bad && strv_length(files) == 0)
+                printf("%s: OK (%s: built-in defaults)\n", arg_config_path ?: DEFAULT_CONFIG_PATH,
+                       arg_config_path ? "empty" : "absent");
+        for (char **f = files; !bad && *f; f++)
+                printf("%s: OK\n", *f);
 
         r = policy_set_load(cfg.policy_dirs, NULL, &policies, &diag);
         conf_diag_print(&diag, stderr);
@@ -175,6 +186,38 @@ static int run_check_config(void) {
                         printf("policies: OK, %zu in use (%zu masked)\n", policies.n, policies.n_masked);
         }
         return bad ? EXIT_CONFIG : EXIT_OK;
+}
+
+/* As systemd-analyze cat-config: each file in force, in the order it is
+ * merged, after a "# PATH" line; a blank line between files. */
+static int run_cat_config(void) {
+        _cleanup_(conf_diag_free) ConfDiag diag = {};
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        r = config_files_find(arg_config_path, &files, &diag);
+        conf_diag_print(&diag, stderr);
+        if (r < 0) {
+                log_error_errno(r, "Cannot find the configuration: %m");
+                return EXIT_CONFIG;
+        }
+        if (strv_length(files) == 0)
+                log_info("No configuration file: the built-in defaults apply.");
+        for (char **f = files; *f; f++) {
+                _cleanup_free_ char *text = NULL;
+                size_t size = 0;
+
+                r = read_full_file_at(AT_FDCWD, *f, 4 << 20, &text, &size);
+                if (r < 0) {
+                        log_error_errno(r, "Cannot read %s: %m", *f);
+                        return EXIT_CONFIG;
+                }
+                printf("%s# %s\n", f == files ? "" : "\n", *f);
+                fwrite(text, 1, size, stdout);
+                if (size > 0 && text[size - 1] != '\n')
+                        putchar('\n');
+        }
+        return fflush(stdout) == 0 ? EXIT_OK : EXIT_FAIL;
 }
 
 static int run_daemon(void) {
@@ -218,6 +261,8 @@ static int run(int argc, char *argv[]) {
                 return run_probe();
         if (arg_check_config)
                 return run_check_config();
+        if (arg_cat_config)
+                return run_cat_config();
         return run_daemon();
 }
 

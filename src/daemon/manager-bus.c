@@ -315,9 +315,9 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
         r = manager_reload(m);
         if (r < 0)
                 return sd_bus_error_setf(error, BUS_ERROR_RELOAD_FAILED,
-                                         "Reloading %s failed (%s); the running configuration is kept, "
-                                         "details are in the daemon's log.",
-                                         m->config_path, r == -EBADMSG ? "it cannot be parsed" : strerror(-r));
+                                         "Reloading the configuration failed (%s); the running configuration "
+                                         "is kept, the files and lines at fault are in the daemon's log.",
+                                         r == -EBADMSG ? "it cannot be parsed" : strerror(-r));
         manager_note_request(m, request_origin(msg, origin, sizeof origin), "configuration reloaded");
         manager_bus_emit_changes(m);
         return sd_bus_reply_method_return(msg, NULL);

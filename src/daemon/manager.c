@@ -15,16 +15,15 @@
 #include "manager-metrics.h"
 #include "manager.h"
 #include "sandbox.h"
-#include "string-table.h"
 #include "util.h"
 
-static const char *const manager_mode_table[_MANAGER_MODE_MAX] = {
-        [MANAGER_MODE_AUTO] = "auto",
-        [MANAGER_MODE_TUNE_ONLY] = "tune-only",
-        [MANAGER_MODE_OBSERVE] = "observe",
-};
-
-DEFINE_STRING_TABLE_LOOKUP(manager_mode, ManagerMode);
+static void log_config_files(const Manager *m, const char *what) {
+        _cleanup_free_ char *list = strv_join(m->config_files, ", ");
+        if (strv_length(m->config_files) == 0)
+                log_info("%s: no file, built-in defaults.", what);
+        else
+                log_info("%s: %s.", what, strna(list));
+}
 
 int manager_new(const ManagerOptions *o, Manager **ret) {
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -39,18 +38,18 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
                 return log_oom();
         config_init_defaults(&m->config);
         m->config_path = strdup(o->config_path ? o->config_path : DEFAULT_CONFIG_PATH);
+        m->config_explicit = o->config_path;
         if (!m->config_path || !m->config.policy_dirs)
                 return log_oom();
 
-        r = config_load_logged(&m->config, m->config_path, /* missing_ok= */ !o->config_path, &m->config_found,
-                               /* diag_stream= */ NULL);
+        r = config_load_logged(&m->config, o->config_path, &m->config_files, /* diag_stream= */ NULL);
         if (r == -EBADMSG)
-                return log_error_errno(r, "Configuration %s cannot be parsed, refusing to start.", m->config_path);
+                return log_error_errno(r, "The configuration cannot be parsed (see above), refusing to start.");
         if (r < 0)
-                return log_error_errno(r, "Failed to read configuration %s: %m", m->config_path);
-        if (!m->config_found)
-                log_info("No configuration at %s, using built-in defaults.", m->config_path);
+                return log_error_errno(r, "Failed to read the configuration (see above): %m");
         log_set_max_level(m->config.log_level);
+        log_config_files(m, "Configuration");
+        (void) manager_set_mode(m, m->config.mode, "by Mode= of the configuration");
 
         r = root_open(o->root_prefix, &m->root);
         if (r < 0)
@@ -81,6 +80,7 @@ Manager *manager_free(Manager *m) {
         config_done(&m->config);
         history_done(&m->history);
         free(m->config_path);
+        strv_free(m->config_files);
         free(m);
         return NULL;
 }
@@ -354,23 +354,31 @@ static int on_watchdog(sd_event_source *es, uint64_t usec, void *userdata) {
 
 int manager_reload(Manager *m) {
         Config c = {};
-        bool found = false;
+        char **files = NULL;
         int r;
 
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
-        r = config_load_logged(&c, m->config_path, /* missing_ok= */ true, &found, /* diag_stream= */ NULL);
+        r = config_load_logged(&c, m->config_explicit ? m->config_path : NULL, &files, /* diag_stream= */ NULL);
         if (r < 0) {
-                log_error_errno(r, "Reload of %s failed (%m), keeping the running configuration.", m->config_path);
+                if (r == -EBADMSG)
+                        log_error("Reloading the configuration failed: it cannot be parsed (see above); "
+                                  "keeping the running one.");
+                else
+                        log_error_errno(r, "Reloading the configuration failed (%m), keeping the running one.");
                 config_done(&c);
         } else {
                 config_done(&m->config);
                 m->config = c;
-                m->config_found = found;
+                strv_free(m->config_files);
+                m->config_files = files;
                 log_set_max_level(m->config.log_level);
                 m->knobs.override_foreign = m->config.foreign_knob_writes == FOREIGN_KNOB_WRITES_OVERRIDE;
                 knob_journal_forget_foreign(&m->knobs);
                 manager_request_tick(m);
-                log_info("Reloaded configuration %s%s.", m->config_path, found ? "" : " (absent: defaults)");
+                log_config_files(m, "Reloaded configuration");
+                /* The file is what the administrator wants from now on: a
+                 * SetMode since the last reload gives way to it. */
+                (void) manager_set_mode(m, m->config.mode, "by Mode= of the reloaded configuration");
         }
         if (m->discovery)
                 (void) manager_load_policies(m);

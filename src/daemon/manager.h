@@ -20,21 +20,6 @@
 #include "state-dump.h"
 #include "tuner.h"
 
-/* What the daemon may change, set by an administrator over the bus (SetMode)
- * and kept for the life of the process (a restart starts in auto). Every
- * stage that writes to the kernel or to a process asks manager_may_tune() /
- * manager_may_act_on_processes() first. */
-typedef enum ManagerMode {
-        MANAGER_MODE_AUTO,      /* tune ksmd and switch merging per policy */
-        MANAGER_MODE_TUNE_ONLY, /* tune ksmd; leave every process's merging as it is */
-        MANAGER_MODE_OBSERVE,   /* decide and report only: a dry run at runtime */
-        _MANAGER_MODE_MAX,
-        _MANAGER_MODE_INVALID = -22,
-} ManagerMode;
-
-const char *manager_mode_to_string(ManagerMode m);
-ManagerMode manager_mode_from_string(const char *s);
-
 typedef struct ManagerBus ManagerBus;
 
 /* The manager owns every stage (DESIGN.md §3) and is the only module that
@@ -45,8 +30,9 @@ typedef struct Manager {
         sd_event_source *tick_source;
         sd_event_source *watchdog_source;
 
-        char *config_path;
-        bool config_found;
+        char *config_path;              /* --config FILE, else the main file's place in /etc */
+        bool config_explicit;           /* --config FILE: that file alone, no drop-ins */
+        char **config_files;            /* in force, in merge order; none: built-in defaults */
         Config config;
         bool dry_run_forced;            /* --dry-run overrides DryRun= */
 

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
@@ -9,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "policy-load.h"
 #include "util.h"
@@ -124,7 +123,7 @@ static int parse_users(const ConfContext *c, const char *value, void *dst, const
 }
 
 /* Up to 1 TiB of anonymous memory, and a week of age: beyond is a typo. */
-static const ConfRange anon_range = { 0, UINT64_C(1) << 20 };
+static const ConfUnit anon_unit = { .unit = UINT64_C(1) << 20, .name = "MiB", .range = { 0, UINT64_C(1) << 20 } };
 static const ConfRange age_range = { 0, 7 * 24 * 3600 * USEC_PER_SEC };
 
 #define ITEM(sec, key, parser, field, data) { sec, key, parser, offsetof(Policy, field), data }
@@ -139,7 +138,7 @@ const ConfItem policy_table[] = {
         ITEM("Match", "Cmdline", parse_glob_cmdline, cmdline, &match_data),
         ITEM("Merge", "Mode", conf_parse_enum, mode, CONF_ENUM(policy_mode_table)),
         ITEM("Merge", "Method", conf_parse_enum, method, CONF_ENUM(merge_method_table)),
-        ITEM("Merge", "MinAnonMiB", conf_parse_u64, min_anon_mib, &anon_range),
+        ITEM("Merge", "MinAnonMiB", conf_parse_size_in_unit, min_anon_mib, &anon_unit),
         ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
 };
 
@@ -147,15 +146,18 @@ const size_t policy_table_size = ELEMENTSOF(policy_table);
 
 static void *section_base(void *userdata, const char *section, unsigned line) {
         Policy *p = userdata;
-        if (strcasecmp(section, "Match") == 0 && p->line == 1 && line > 0)
+        if (streq(section, "Match") && p->line == 1 && line > 0)
                 p->line = line;
         return p;
 }
 
-/* An empty file or a symlink to /dev/null only masks (as in systemd). */
-static bool is_mask(const struct stat *st) {
-        return (S_ISREG(st->st_mode) && st->st_size == 0) ||
-               (S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3));
+/* A policy that says something this daemon does not understand must not
+ * act: an ignored [Match] key would widen the match, an ignored [Merge]
+ * (written "[merge]") would turn Mode=never into the default auto. */
+static const char *unknown(void *userdata, const char *section, const char *key) {
+        Policy *p = userdata;
+        p->match_invalid = true;
+        return "this policy will match nothing";
 }
 
 int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
@@ -175,7 +177,7 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
         p.name = strdup(slash ? slash + 1 : path);
         if (!p.path || !p.name)
                 return -ENOMEM;
-        if (is_mask(&st)) {
+        if (stat_is_null_or_empty(&st)) { /* masks only, as in systemd */
                 *ret = TAKE_STRUCT(p);
                 return 1;
         }
@@ -190,7 +192,7 @@ int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
                               st.st_uid != 0 ? "not owned by root" : "writable by group or others");
                 return -EPERM;
         }
-        ConfParseOptions opts = { .section_base = section_base, .userdata = &p };
+        ConfParseOptions opts = { .section_base = section_base, .unknown = unknown, .userdata = &p };
         r = conf_parse_file(f, path, policy_table, policy_table_size, &p, &opts, diag);
         if (r < 0)
                 return r;
@@ -252,73 +254,6 @@ static int policy_copy(const Policy *src, Policy *ret) {
         return 0;
 }
 
-typedef struct Found {
-        char *name;
-        char *path;
-} Found;
-
-static int found_cmp(const void *a, const void *b) {
-        return strcmp(((const Found *) a)->name, ((const Found *) b)->name);
-}
-
-static void found_free(Found *f, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(f[i].name);
-                free(f[i].path);
-        }
-        free(f);
-}
-
-/* Collects *.policy names over dirs; the first directory that has a name wins. */
-static int collect(char *const *dirs, Found **ret, size_t *ret_n, size_t *ret_masked, ConfDiag *diag) {
-        Found *f = NULL;
-        size_t n = 0, masked = 0;
-
-        for (char *const *d = dirs; d && *d; d++) {
-                DIR *dir = opendir(*d);
-                if (!dir) {
-                        /* A missing directory is normal; an unreadable one is not. */
-                        if (errno != ENOENT)
-                                conf_diag_add(diag, *d, 0, NULL, "cannot open policy directory: %s", strerror(errno));
-                        continue;
-                }
-                for (struct dirent *de; (de = readdir(dir));) {
-                        bool dup = false;
-                        if (de->d_name[0] == '.' || !endswith(de->d_name, ".policy"))
-                                continue;
-                        for (size_t i = 0; i < n && !dup; i++)
-                                dup = streq(f[i].name, de->d_name);
-                        if (dup) {
-                                masked++;
-                                continue;
-                        }
-                        Found *nf = realloc(f, sizeof *nf * (n + 1));
-                        if (!nf) {
-                                closedir(dir);
-                                found_free(f, n);
-                                return -ENOMEM;
-                        }
-                        f = nf;
-                        f[n].name = strdup(de->d_name);
-                        f[n].path = NULL;
-                        if (!f[n].name || asprintf(&f[n].path, "%s/%s", *d, de->d_name) < 0) {
-                                free(f[n].name);
-                                closedir(dir);
-                                found_free(f, n);
-                                return -ENOMEM;
-                        }
-                        n++;
-                }
-                closedir(dir);
-        }
-        if (n > 0)
-                qsort(f, n, sizeof *f, found_cmp);
-        *ret = f;
-        *ret_n = n;
-        *ret_masked = masked;
-        return 0;
-}
-
 static const Policy *find_previous(const PolicySet *prev, const char *path) {
         for (size_t i = 0; prev && i < prev->n; i++)
                 if (streq(prev->policies[i].path, path))
@@ -328,21 +263,20 @@ static const Policy *find_previous(const PolicySet *prev, const char *path) {
 
 int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret, ConfDiag *diag) {
         _cleanup_(policy_set_done) PolicySet s = {};
-        Found *found = NULL;
-        size_t n_found = 0;
+        _cleanup_strv_free_ char **found = NULL;
         int r;
 
-        r = collect(dirs, &found, &n_found, &s.n_masked, diag);
-        if (r < 0)
+        /* An unreadable directory has been reported; the others count. */
+        r = conf_files_collect((const char *const *) dirs, ".policy", &found, &s.n_masked, diag);
+        if (r == -ENOMEM)
                 return r;
+        size_t n_found = strv_length(found);
         s.policies = calloc(MAX(n_found, 1), sizeof *s.policies);
-        if (!s.policies) {
-                found_free(found, n_found);
+        if (!s.policies)
                 return -ENOMEM;
-        }
         for (size_t i = 0; i < n_found; i++) {
                 Policy p;
-                r = policy_load_file(found[i].path, &p, diag);
+                r = policy_load_file(found[i], &p, diag);
                 if (r == -ENOMEM)
                         break;
                 if (r == 1) { /* mask only */
@@ -355,20 +289,19 @@ int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret
                         continue;
                 }
                 if (r != -EBADMSG && r != -EPERM)
-                        conf_diag_add(diag, found[i].path, 0, NULL, "cannot be read (%s), rejected",
+                        conf_diag_add(diag, found[i], 0, NULL, "cannot be read (%s), rejected",
                                       strerror(-r));
-                const Policy *old = find_previous(previous, found[i].path);
+                const Policy *old = find_previous(previous, found[i]);
                 if (old) {
                         r = policy_copy(old, &s.policies[s.n]);
                         if (r < 0)
                                 break;
                         s.n++;
-                        conf_diag_add(diag, found[i].path, 0, NULL, "keeping the previous version of this policy");
+                        conf_diag_add(diag, found[i], 0, NULL, "keeping the previous version of this policy");
                 } else
                         s.n_rejected++;
                 r = 0;
         }
-        found_free(found, n_found);
         if (r == -ENOMEM)
                 return r;
         *ret = TAKE_STRUCT(s);

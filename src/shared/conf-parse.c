@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <ini.h>
 #include <math.h>
@@ -51,6 +53,63 @@ void conf_diag_log(const ConfDiag *d) {
                 log_warning("%s", d->lines[i]);
 }
 
+static int path_name_cmp(const void *a, const void *b) {
+        const char *x = *(char *const *) a, *y = *(char *const *) b;
+        return strcmp(strrchr(x, '/') + 1, strrchr(y, '/') + 1);
+}
+
+static bool name_taken(char *const *paths, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(strrchr(paths[i], '/') + 1, name))
+                        return true;
+        return false;
+}
+
+int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_paths, size_t *ret_shadowed,
+                       ConfDiag *diag) {
+        _cleanup_strv_free_ char **paths = NULL;
+        size_t n = 0, shadowed = 0;
+        int error = 0;
+
+        for (const char *const *d = dirs; d && *d; d++) {
+                DIR *dir = opendir(*d);
+                if (!dir) {
+                        /* A missing directory is normal; an unreadable one is not. */
+                        if (errno != ENOENT) {
+                                if (error == 0)
+                                        error = negative_errno();
+                                conf_diag_add(diag, *d, 0, NULL, "cannot open directory: %s", strerror(errno));
+                        }
+                        continue;
+                }
+                for (struct dirent *de; (de = readdir(dir));) {
+                        if (de->d_name[0] == '.' || !endswith(de->d_name, suffix))
+                                continue;
+                        if (name_taken(paths, n, de->d_name)) {
+                                shadowed++;
+                                continue;
+                        }
+                        char *path = NULL;
+                        if (asprintf(&path, "%s/%s", *d, de->d_name) < 0 || strv_push(&paths, path) < 0) {
+                                closedir(dir);
+                                return -ENOMEM;
+                        }
+                        n++;
+                }
+                closedir(dir);
+        }
+        if (!paths) {
+                paths = calloc(1, sizeof(char *));
+                if (!paths)
+                        return -ENOMEM;
+        }
+        qsort(paths, n, sizeof *paths, path_name_cmp);
+        *ret_paths = TAKE_PTR(paths);
+        if (ret_shadowed)
+                *ret_shadowed = shadowed;
+        return error;
+}
+
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason) {
         conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"), ignoring", reason,
                       CESCAPE(value, CESCAPE_ASCII));
@@ -73,11 +132,12 @@ int conf_parse_tristate(const ConfContext *c, const char *value, void *dst, cons
         return 0;
 }
 
-static int check_range(const ConfContext *c, const char *value, uint64_t v, const ConfRange *range) {
+/* unit: what the range is in, for the message ("0..60000 ms"); NULL for a count. */
+static int check_range(const ConfContext *c, const char *value, uint64_t v, const ConfRange *range, const char *unit) {
         if (range && (v < range->min || v > range->max)) {
                 char reason[128];
-                snprintf(reason, sizeof reason, "out of range %llu..%llu", (unsigned long long) range->min,
-                         (unsigned long long) range->max);
+                snprintf(reason, sizeof reason, "out of range %llu..%llu%s%s", (unsigned long long) range->min,
+                         (unsigned long long) range->max, unit ? " " : "", strempty(unit));
                 return conf_bad_value(c, value, reason);
         }
         return 0;
@@ -90,7 +150,7 @@ int conf_parse_u64(const ConfContext *c, const char *value, void *dst, const voi
                 return conf_bad_value(c, value, "number too large");
         if (r < 0)
                 return conf_bad_value(c, value, "not a non-negative integer");
-        r = check_range(c, value, v, data);
+        r = check_range(c, value, v, data, NULL);
         if (r < 0)
                 return r;
         *(uint64_t *) dst = v;
@@ -108,7 +168,7 @@ int conf_parse_i64_opt(const ConfContext *c, const char *value, void *dst, const
                 return conf_bad_value(c, value, "number too large");
         if (r < 0)
                 return conf_bad_value(c, value, "not a non-negative integer");
-        r = check_range(c, value, v, data);
+        r = check_range(c, value, v, data, NULL);
         if (r < 0)
                 return r;
         *(int64_t *) dst = (int64_t) v;
@@ -127,18 +187,15 @@ int conf_parse_bool_opt(const ConfContext *c, const char *value, void *dst, cons
         return 0;
 }
 
-int conf_parse_double(const ConfContext *c, const char *value, void *dst, const void *data) {
+int conf_parse_percent(const ConfContext *c, const char *value, void *dst, const void *data) {
         const ConfRange *range = data;
-        char *end;
         double v;
 
-        errno = 0;
-        v = strtod(value, &end);
-        if (errno > 0 || end == value || *end || !isfinite(v))
-                return conf_bad_value(c, value, "not a number");
+        if (parse_percent(value, &v) < 0 || !isfinite(v))
+                return conf_bad_value(c, value, "not a percentage (e.g. 10 or 2.5%)");
         if (range && (v < (double) range->min || v > (double) range->max)) {
                 char reason[128];
-                snprintf(reason, sizeof reason, "out of range %llu..%llu", (unsigned long long) range->min,
+                snprintf(reason, sizeof reason, "out of range %llu..%llu%%", (unsigned long long) range->min,
                          (unsigned long long) range->max);
                 return conf_bad_value(c, value, reason);
         }
@@ -161,6 +218,46 @@ int conf_parse_timespan(const ConfContext *c, const char *value, void *dst, cons
         return 0;
 }
 
+/* Keys named after their unit: the parser of the value's kind, with the
+ * key's unit for a bare number, then converted to that unit. */
+static int parse_in_unit(const ConfContext *c, const char *value, void *dst, const ConfUnit *u, bool time) {
+        uint64_t v;
+        int r;
+
+        if (u->optional && isempty(value)) {
+                *(int64_t *) dst = -1;
+                return 0;
+        }
+        r = time ? parse_time_usec(value, u->unit, &v) : parse_size(value, u->unit, &v);
+        if (r == -ERANGE)
+                return conf_bad_value(c, value, "too large");
+        if (r < 0)
+                return conf_bad_value(c, value, time ? "not a time span (e.g. 250, 250ms, 2s, 1min 30s)"
+                                                     : "not a size (e.g. 64, 64M, 2G)");
+        if (v % u->unit != 0) {
+                char reason[64];
+                snprintf(reason, sizeof reason, "not a whole number of %s", u->name);
+                return conf_bad_value(c, value, reason);
+        }
+        v /= u->unit;
+        r = check_range(c, value, v, &u->range, u->name);
+        if (r < 0)
+                return r;
+        if (u->optional)
+                *(int64_t *) dst = (int64_t) v; /* ranges of optional keys end below INT64_MAX */
+        else
+                *(uint64_t *) dst = v;
+        return 0;
+}
+
+int conf_parse_time_in_unit(const ConfContext *c, const char *value, void *dst, const void *data) {
+        return parse_in_unit(c, value, dst, data, /* time= */ true);
+}
+
+int conf_parse_size_in_unit(const ConfContext *c, const char *value, void *dst, const void *data) {
+        return parse_in_unit(c, value, dst, data, /* time= */ false);
+}
+
 int conf_parse_string(const ConfContext *c, const char *value, void *dst, const void *data) {
         char *s = strdup(value);
         if (!s)
@@ -171,13 +268,18 @@ int conf_parse_string(const ConfContext *c, const char *value, void *dst, const 
 }
 
 int conf_parse_strv(const ConfContext *c, const char *value, void *dst, const void *data) {
-        char **l;
-        int r = strv_split_whitespace(value, &l);
+        char ***l = dst, **add;
+        /* strv_split_whitespace() of "" is an empty list: what an empty
+         * assignment leaves, as in systemd. */
+        int r = strv_split_whitespace(value, &add);
         if (r < 0)
                 return r;
-        strv_free(*(char ***) dst);
-        *(char ***) dst = l;
-        return 0;
+        if (isempty(value) || !*l) {
+                strv_free(*l);
+                *l = add;
+                return 0;
+        }
+        return strv_push_all(l, add);
 }
 
 int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, const void *data) {
@@ -191,9 +293,10 @@ int conf_parse_log_level(const ConfContext *c, const char *value, void *dst, con
 int conf_parse_enum(const ConfContext *c, const char *value, void *dst, const void *data) {
         const ConfEnum *e = data;
         char reason[256] = "expected one of:";
-        /* strcasecmp, not string_table_from_string(): sections and keys of
-         * these files match in any case (handler() below), and so have enum
-         * values; a policy saying "Mode=Never" must keep meaning never. */
+        /* strcasecmp, not string_table_from_string(): names are
+         * case-sensitive (handler() below), but values, like booleans,
+         * always matched in any case; a policy saying "Mode=Never" must
+         * keep meaning never. */
         for (size_t i = 0; i < e->n; i++)
                 if (e->table[i] && strcasecmp(e->table[i], value) == 0) {
                         *(int *) dst = (int) i;
@@ -208,6 +311,31 @@ int conf_parse_enum(const ConfContext *c, const char *value, void *dst, const vo
         return conf_bad_value(c, value, reason);
 }
 
+/* What this parser relies on of inih is upstream's documented API (ini.h
+ * of github.com/benhoyt/inih), nothing a distribution added:
+ *   int ini_parse_stream(ini_reader reader, void *stream, ini_handler handler, void *user);
+ * calls reader(str, num, stream), which behaves like fgets(str, num, stream),
+ * once per line, with num the size of inih's line buffer (INI_MAX_LINE when
+ * the library was built, 200 by default; a build with INI_ALLOW_REALLOC calls
+ * it again for the rest of a line that filled the buffer); and
+ * handler(user, section, name, value) for each "name=value" or "name: value"
+ * (names and values stripped of surrounding whitespace, a ';' after
+ * whitespace starting an inline comment), returning nonzero to go on. It
+ * returns 0, the number of the first line with a syntax error, -1 when the
+ * stream cannot be opened or -2 when memory runs out. How a line is read
+ * also depends on options fixed when the library was built: with
+ * INI_ALLOW_MULTILINE (the default) a line that starts with whitespace
+ * continues the previous value; with INI_ALLOW_NO_VALUE a line without a
+ * separator calls the handler with value NULL; with
+ * INI_CALL_HANDLER_ON_NEW_SECTION a header calls it with name NULL.
+ *
+ * Which of these the system's libinih has is unknown here, so reader()
+ * hands inih only lines that mean the same under all of them: leading
+ * whitespace removed (no continuation lines, which would also break our
+ * line numbers), and in place of a line that would be read differently (a
+ * "Key: value", a line without '=', a line longer than the buffer, which
+ * inih would parse in pieces) a comment, after a diagnostic that marks the
+ * file rejected. */
 typedef struct ParseState {
         FILE *f;
         const char *file;
@@ -218,38 +346,170 @@ typedef struct ParseState {
         const ConfParseOptions *opts;
         ConfDiag *diag;
         int error;
+        unsigned bad_line;              /* first line reader() refused, 0 when none */
         unsigned section_line;          /* line of the latest [Section] header */
         char last_section[128];
         void *section_base;
         bool section_known;
 } ParseState;
 
-/* inih's reader callback: counting lines here is how diagnostics get line
- * numbers without depending on inih being built with INI_HANDLER_LINENO. */
+static void note_bad_line(ParseState *s) {
+        if (s->bad_line == 0)
+                s->bad_line = s->line;
+}
+
+/* Whether inih must not see line (leading whitespace already removed);
+ * says why when so. */
+static bool line_refused(ParseState *s, const char *line, int num, bool too_long, bool nul) {
+        char quoted[80]; /* enough to recognise the line by */
+        size_t k = strcspn(line, "=:");
+
+        cescape_buf(quoted, sizeof quoted, line, CESCAPE_ASCII);
+        if (*line == ';' || *line == '#') /* however long: what it lost was comment too */
+                return false;
+        if (too_long)
+                conf_diag_add(s->diag, s->file, s->line, NULL,
+                              "line longer than %d bytes (inih's line buffer); split the value over several "
+                              "assignments where the key allows", num - 2);
+        else if (nul)
+                conf_diag_add(s->diag, s->file, s->line, NULL, "\"%s\": a NUL byte in the line", quoted);
+        else if (!*line || *line == '[' || line[k] == '=')
+                return false;
+        else if (line[k] == ':')
+                conf_diag_add(s->diag, s->file, s->line, NULL, "\"%s\": keys take '=', not ':'", quoted);
+        else
+                conf_diag_add(s->diag, s->file, s->line, NULL,
+                              "\"%s\": neither a [Section], a Key=value nor a comment", quoted);
+        note_bad_line(s);
+        return true;
+}
+
 static char *reader(char *str, int num, void *stream) {
         ParseState *s = stream;
-        char *r = fgets(str, num, s->f);
-        if (r) {
-                size_t l = strlen(r);
-                if ((l > 0 && r[l - 1] == '\n') || feof(s->f))
-                        s->line++;
-                const char *p = r + strspn(r, " \t");
-                if (*p == '[')
-                        s->section_line = s->line;
-                /* A line longer than inih's buffer arrives in pieces; the
-                 * remainder is parsed as garbage and fails the file, which is
-                 * the right outcome for such a line. */
+        size_t n = 0;
+        bool too_long = false, nul = false;
+        int ch;
+
+        /* Room for the newline and the terminator: a line that fills inih's
+         * buffer without its newline is one a realloc build would go on
+         * reading into, and a fixed-buffer build would cut. */
+        if (num < 3)
+                return NULL;
+        while ((ch = getc(s->f)) != EOF && ch != '\n') {
+                if (ch == 0)
+                        nul = true;
+                else if (n + 2 < (size_t) num)
+                        str[n++] = (char) ch;
+                else
+                        too_long = true;
         }
-        return r;
+        if (ch == EOF && n == 0 && !too_long && !nul)
+                return NULL;
+        str[n] = 0;
+        s->line++;
+
+        char *p = str;
+        if (s->line == 1 && startswith(p, "\xef\xbb\xbf")) /* a UTF-8 byte order mark */
+                p += 3;
+        p += strspn(p, " \t\r\f\v");
+        memmove(str, p, strlen(p) + 1);
+
+        if (line_refused(s, str, num, too_long, nul))
+                strcpy(str, ";"); /* a comment, so inih goes on to the next line */
+        else if (*str == '[')
+                s->section_line = s->line;
+        strcat(str, "\n");
+        return str;
+}
+
+/* Edits (insert, delete, replace a character) from a to b, ignoring case,
+ * up to 3: a typo worth suggesting a name for is one or two away. */
+static unsigned edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b);
+        unsigned row[64];
+
+        if (la >= ELEMENTSOF(row) || lb >= ELEMENTSOF(row))
+                return 3;
+        for (size_t j = 0; j <= lb; j++)
+                row[j] = (unsigned) j;
+        for (size_t i = 1; i <= la; i++) {
+                unsigned diag = row[0];
+                row[0] = (unsigned) i;
+                for (size_t j = 1; j <= lb; j++) {
+                        unsigned up = row[j];
+                        unsigned cost = tolower((unsigned char) a[i - 1]) != tolower((unsigned char) b[j - 1]);
+                        row[j] = MIN(MIN(row[j] + 1, row[j - 1] + 1), diag + cost);
+                        diag = up;
+                }
+        }
+        return MIN(row[lb], 3u);
+}
+
+/* The name the administrator most likely meant: a section of the table
+ * (section NULL) or a key of section, the same in another case before one
+ * or two edits away. NULL when none is that close. */
+static const char *suggest_name(const ParseState *s, const char *section, const char *name) {
+        const char *best = NULL;
+        unsigned best_d = 3;
+
+        for (size_t i = 0; i < s->n_table; i++) {
+                const ConfItem *it = &s->table[i];
+                const char *cand = section ? (streq(it->section, section) ? it->key : NULL) : it->section;
+                if (!cand)
+                        continue;
+                unsigned d = strcasecmp(cand, name) == 0 ? 0 : edit_distance(cand, name);
+                if (d < best_d) {
+                        best = cand;
+                        best_d = d;
+                }
+        }
+        return best;
 }
 
 static bool section_in_table(const ParseState *s, const char *section) {
         for (size_t i = 0; i < s->n_table; i++)
-                if (strcasecmp(s->table[i].section, section) == 0)
+                if (streq(s->table[i].section, section))
                         return true;
         return false;
 }
 
+/* What an unknown section or key means for the file: "ignoring", unless
+ * the caller says otherwise (a policy then matches nothing). */
+static const char *unknown_consequence(const ParseState *s, const char *section, const char *key) {
+        const char *c = s->opts && s->opts->unknown ? s->opts->unknown(s->opts->userdata, section, key) : NULL;
+        return c ?: "ignoring";
+}
+
+static void unknown_key(const ParseState *s, const char *section, const char *name) {
+        const char *consequence = unknown_consequence(s, section, name);
+        const char *hint = suggest_name(s, section, name);
+        if (hint) {
+                conf_diag_add(s->diag, s->file, s->line, name, "unknown key in [%s] (did you mean %s=?), %s",
+                              section, hint, consequence);
+                return;
+        }
+        for (size_t i = 0; i < s->n_table; i++)
+                if (streq(s->table[i].key, name)) {
+                        conf_diag_add(s->diag, s->file, s->line, name, "unknown key in [%s] (%s= belongs in [%s]), %s",
+                                      section, name, s->table[i].section, consequence);
+                        return;
+                }
+        conf_diag_add(s->diag, s->file, s->line, name, "unknown key in [%s], %s", section, consequence);
+}
+
+static void unknown_section(const ParseState *s, const char *section) {
+        const char *consequence = unknown_consequence(s, section, NULL);
+        const char *hint = suggest_name(s, NULL, section);
+        if (hint)
+                conf_diag_add(s->diag, s->file, s->section_line, NULL,
+                              "unknown section [%s] (did you mean [%s]?), %s", section, hint, consequence);
+        else
+                conf_diag_add(s->diag, s->file, s->section_line, NULL, "unknown section [%s], %s", section,
+                              consequence);
+}
+
+/* Sections and keys match exactly, as in systemd's unit files: "[daemon]"
+ * or "interval=" is a typo to report, not a spelling to accept. */
 static int handler(void *user, const char *section, const char *name, const char *value) {
         ParseState *s = user;
         ConfContext c = { .file = s->file, .line = s->line, .section = section, .key = name, .diag = s->diag };
@@ -261,14 +521,18 @@ static int handler(void *user, const char *section, const char *name, const char
                 strscpy(s->last_section, sizeof s->last_section, section);
                 s->section_known = section_in_table(s, section);
                 if (!s->section_known && *section)
-                        conf_diag_add(s->diag, s->file, s->section_line, NULL, "unknown section [%s], ignoring",
-                                      section);
+                        unknown_section(s, section);
                 s->section_base = s->opts && s->opts->section_base
                                           ? s->opts->section_base(s->opts->userdata, section, s->section_line)
                                           : s->base;
         }
         if (!name) /* section header only (INI_CALL_HANDLER_ON_NEW_SECTION) */
                 return 1;
+        if (!value) { /* INI_ALLOW_NO_VALUE: "Key ; comment=x" has no '=' before its comment */
+                conf_diag_add(s->diag, s->file, s->line, name, "no '=' before the comment");
+                note_bad_line(s);
+                return 1;
+        }
         if (!*section) {
                 conf_diag_add(s->diag, s->file, s->line, name, "key outside of any section, ignoring");
                 return 1;
@@ -278,7 +542,7 @@ static int handler(void *user, const char *section, const char *name, const char
 
         for (size_t i = 0; i < s->n_table; i++) {
                 const ConfItem *it = &s->table[i];
-                if (strcasecmp(it->section, section) != 0 || strcasecmp(it->key, name) != 0)
+                if (!streq(it->section, section) || !streq(it->key, name))
                         continue;
                 if (!s->section_base)
                         return 1;
@@ -287,7 +551,7 @@ static int handler(void *user, const char *section, const char *name, const char
                         s->error = r;
                 return 1; /* bad values were reported and skipped */
         }
-        conf_diag_add(s->diag, s->file, s->line, name, "unknown key in [%s], ignoring", section);
+        unknown_key(s, section, name);
         return 1;
 }
 
@@ -297,22 +561,30 @@ int conf_parse_file(FILE *f, const char *file, const ConfItem *table, size_t n_t
                 .f = f, .file = file, .table = table, .n_table = n_table, .base = base,
                 .opts = opts, .diag = diag, .last_section = "\x01",
         };
-        /* Debian's inih takes its options at run time. Continuation lines
-         * would break our line numbers and surprise admins; long lines (glob
-         * lists, directory lists) need more than the default 200 bytes. */
-        ini_allow_multiline = false;
+#if HAVE_INI_RUNTIME_OPTIONS
+        /* Debian's inih takes some build options at run time: long lines
+         * (glob lists, directory lists) get a 4096-byte buffer there
+         * instead of 200. A heap buffer is ini_initial_alloc bytes, and
+         * grows towards ini_max_line only with ini_allow_realloc: setting
+         * ini_max_line alone left it at 200. reader() needs none of the
+         * other options. */
         ini_use_stack = false;
+        ini_initial_alloc = 4096;
         ini_max_line = 4096;
+#endif
         int r = ini_parse_stream(reader, &s, handler, &s);
         if (s.error)
                 return s.error;
-        if (r > 0) {
-                conf_diag_add(diag, file, (unsigned) r, NULL, "syntax error, file rejected");
-                return -EBADMSG;
-        }
         if (r == -2)
                 return -ENOMEM;
         if (r < 0)
+                return -EIO;
+        if (r > 0 || s.bad_line > 0) {
+                unsigned first = r > 0 && (s.bad_line == 0 || (unsigned) r < s.bad_line) ? (unsigned) r : s.bad_line;
+                conf_diag_add(diag, file, first, NULL, "syntax error, file rejected");
+                return -EBADMSG;
+        }
+        if (ferror(f))
                 return -EIO;
         return 0;
 }

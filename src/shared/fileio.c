@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -118,4 +119,9 @@ int write_file_atomic(const char *path, const char *data, size_t size, unsigned 
                 return r;
         }
         return 0;
+}
+
+bool stat_is_null_or_empty(const struct stat *st) {
+        return (S_ISREG(st->st_mode) && st->st_size == 0) ||
+               (S_ISCHR(st->st_mode) && st->st_rdev == makedev(1, 3));
 }

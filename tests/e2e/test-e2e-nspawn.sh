@@ -39,7 +39,7 @@ debian_mirror() {
                 grep -v '^ *#' | grep -o -E 'https?://[^ ]*/debian/?( |$)' | grep -v security | head -1 | tr -d ' ')
         echo "${m:-http://deb.debian.org/debian}"
 }
-# procps for /bin/kill (ExecReload=), passwd for useradd.
+# procps for pgrep, passwd for useradd.
 PACKAGES="systemd,systemd-sysv,dbus,procps,passwd,$(lib_packages)"
 MIRROR=$(debian_mirror)
 STAMP="$TREE/.ksmtuned2-e2e-tree"
@@ -274,7 +274,7 @@ Method=any
 POLICY
 inside systemctl reload ksmtuned2 || fail "systemctl reload"
 wait_knob max_page_sharing $mps2
-wait_journal "^Reloaded configuration $CONF\."
+wait_journal "^Reloaded configuration: $CONF\."
 wait_journal "^$((n_before + 1)) policies in use"
 wait_journal "^pid $sleeper \(ksme2e-sleeper\): [a-z-]+ by $POLICY_DIR/40-e2e.policy:"
 [ "$(inside systemctl is-active ksmtuned2)" = active ] || fail "not active after reload"
@@ -327,6 +327,48 @@ sleep 4
         fail "WatchdogSec=1s: the daemon did not keep the watchdog happy ($(inside systemctl show -P Result ksmtuned2))"
 [ "$(inside systemctl show -P NRestarts ksmtuned2)" = 0 ] || fail "restarted $(inside systemctl show -P NRestarts ksmtuned2) times"
 echo "WatchdogSec=1s: still pid $main after 4 s"
+
+# --- reload fails on a bad file (issue 15) ---
+# Drop-ins of /etc, /run and the vendor's directory merged as systemd merges
+# its files (an /etc name masks the vendor's), shown by --cat-config; then
+# systemctl reload fails on a rejected drop-in, and the daemon runs on with
+# the last good configuration. VENDOR is where meson install put the
+# shipped policies: the build's PKGLIBDIR.
+VENDOR=$(cd "$RUN/root" && for d in usr/lib/ksmtuned2 usr/local/lib/ksmtuned2; do [ -d "$d/policy.d" ] && echo "/$d" && break; done)
+[ -n "$VENDOR" ] || fail "no vendor directory with the shipped policies"
+mps3=$((mps2 + 10))
+inside mkdir -p "$CONF.d" /run/ksmtuned2/ksmtuned2.conf.d "$VENDOR/ksmtuned2.conf.d"
+inside sh -c "printf '[Daemon]\nMode=observe\n[Ksm]\nMaxPageSharing=7\n' > '$VENDOR/ksmtuned2.conf.d/50-e2e.conf'"
+inside sh -c "printf '[Ksm]\nMaxPageSharing=$mps3\n' > '$CONF.d/50-e2e.conf'"
+inside sh -c "printf '[Daemon]\nMode=tune-only\n' > /run/ksmtuned2/ksmtuned2.conf.d/60-e2e.conf"
+heads=$(inside ksmtuned2 --cat-config | sed -n 's/^# //p' | tr '\n' ' ')
+[ "$heads" = "$CONF $CONF.d/50-e2e.conf /run/ksmtuned2/ksmtuned2.conf.d/60-e2e.conf " ] ||
+        fail "ksmtuned2 --cat-config shows [$heads]"
+inside systemctl reload ksmtuned2 || fail "systemctl reload with drop-ins"
+wait_knob max_page_sharing $mps3
+mode() { inside busctl get-property org.ksmtuned2 /org/ksmtuned2 org.ksmtuned2.Manager1 Mode; }
+[ "$(mode)" = 's "tune-only"' ] || fail "Mode= of the /run drop-in not applied: $(mode)"
+main=$(inside systemctl show -P MainPID ksmtuned2)
+inside sh -c "printf '[Daemon]\nInterval: 1s\n' > '$CONF.d/70-bad.conf'"
+out=$(inside ksmtuned2 --check-config 2>&1); rc=$?
+[ $rc = 3 ] && grep -q "^$CONF.d/70-bad.conf:2: syntax error, file rejected$" <<<"$out" ||
+        fail "--check-config of a bad drop-in (exit $rc): $out"
+if out=$(inside systemctl reload ksmtuned2 2>&1); then
+        fail "systemctl reload succeeded with a rejected drop-in"
+fi
+wait_journal "^$CONF.d/70-bad.conf:2: \"Interval: 1s\": keys take '=', not ':'"
+wait_journal "Cannot reload: Reloading the configuration failed \(it cannot be parsed\)"
+[ "$(inside systemctl is-active ksmtuned2)" = active ] && [ "$(inside systemctl show -P MainPID ksmtuned2)" = "$main" ] ||
+        fail "the daemon did not run on after a rejected reload"
+sleep 1
+[ "$(cat $KSM/max_page_sharing)" = $mps3 ] && [ "$(mode)" = 's "tune-only"' ] ||
+        fail "a rejected reload changed the configuration: max_page_sharing $(cat $KSM/max_page_sharing), $(mode)"
+inside rm "$CONF.d/70-bad.conf" "$CONF.d/50-e2e.conf" /run/ksmtuned2/ksmtuned2.conf.d/60-e2e.conf \
+        "$VENDOR/ksmtuned2.conf.d/50-e2e.conf"
+inside systemctl reload ksmtuned2 || fail "systemctl reload without the drop-ins"
+wait_knob max_page_sharing $mps2
+[ "$(mode)" = 's "auto"' ] || fail "Mode after the drop-ins went: $(mode)"
+echo "drop-ins: merged and masked as systemd does; systemctl reload failed on a rejected one, pid $main kept its configuration"
 
 # 8. stop restores the knobs, and nothing was refused by the filter.
 inside systemctl stop ksmtuned2 || fail "systemctl stop"

@@ -21,7 +21,7 @@ static int load_text(const char *text, Config *c, ConfDiag *d, char *path, size_
                 fake_tree_init(&t);
         fake_write(&t, "k.conf", text);
         snprintf(path, n, "%s/k.conf", t.path);
-        return config_load(c, path, false, NULL, d);
+        return config_load(c, path, NULL, d);
 }
 
 static void test_defaults_and_shipped(void **state) {
@@ -35,12 +35,13 @@ static void test_defaults_and_shipped(void **state) {
         assert_true(c.restore_knobs);
         assert_false(c.unmerge_on_exit);
         assert_int_equal(c.use_zero_pages, -1);
+        assert_int_equal(c.mode, MANAGER_MODE_AUTO);
         assert_int_equal(strv_length(c.policy_dirs), 3);
 
         /* the shipped file has every key commented out: loading it yields the defaults */
         assert_non_null(src);
         snprintf(path, sizeof path, "%s/conf/ksmtuned2.conf", src);
-        assert_int_equal(config_load(&c, path, false, NULL, &d), 0);
+        assert_int_equal(config_load(&c, path, NULL, &d), 0);
         assert_int_equal(d.n, 0);
         assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC);
 
@@ -62,7 +63,7 @@ static void test_good_values(void **state) {
         ConfDiag d = {};
         char path[1024];
         assert_int_equal(load_text("[Daemon]\nInterval=250ms\nLogLevel=debug\nPolicyDirectories=/a  /b\n"
-                                   "RestoreKnobsOnExit=no\n; comment\n# comment\n[Ksm]\nUseZeroPages=yes\n"
+                                   "RestoreKnobsOnExit=no\nMode=tune-only\n; comment\n# comment\n[Ksm]\nUseZeroPages=yes\n"
                                    "MaxPageSharing=512\nSmartScan=\n[Sampler]\nKsmdSampleInterval=5ms\n"
                                    /* enum values match in any case (conf_parse_enum()) */
                                    "[Tuning]\nIdleMode=Stop\nAdvisorPolicy=LEAVE\n",
@@ -74,6 +75,7 @@ static void test_good_values(void **state) {
         assert_int_equal(strv_length(c.policy_dirs), 2);
         assert_string_equal(c.policy_dirs[1], "/b");
         assert_false(c.restore_knobs);
+        assert_int_equal(c.mode, MANAGER_MODE_TUNE_ONLY);
         assert_int_equal(c.use_zero_pages, 1);
         assert_int_equal(c.max_page_sharing, 512);
         assert_int_equal(c.smart_scan, -1);
@@ -119,11 +121,276 @@ static void test_syntax_error(void **state) {
         /* a rejected file leaves the defaults, not half of it */
         assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC);
         conf_diag_free(&d);
-        /* missing file */
-        assert_int_equal(config_load(&c, "/nonexistent/k.conf", false, NULL, &d), -ENOENT);
-        bool found = true;
-        assert_int_equal(config_load(&c, "/nonexistent/k.conf", true, &found, &d), 0);
-        assert_false(found);
+        /* --config FILE must exist */
+        assert_int_equal(config_load(&c, "/nonexistent/k.conf", NULL, &d), -ENOENT);
+        assert_int_equal(d.n, 1);
+        assert_string_equal(d.lines[0], "/nonexistent/k.conf:0: cannot be read: No such file or directory");
+        conf_diag_free(&d);
+        config_done(&c);
+}
+
+static bool diag_is(const ConfDiag *d, size_t i, const char *path, const char *rest) {
+        char want[1200];
+        snprintf(want, sizeof want, "%s%s", path, rest);
+        if (i < d->n && streq(d->lines[i], want))
+                return true;
+        for (size_t k = 0; k < d->n; k++)
+                fprintf(stderr, "  diag %zu: %s\n", k, d->lines[k]);
+        fail_msg("diagnostic %zu is not \"%s\"", i, want);
+        return false;
+}
+
+/* Sections and keys as the man page has them, '=' only: what inih would
+ * also accept is reported, with what was probably meant. */
+static void test_names_and_separators(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024];
+
+        assert_int_equal(load_text("[daemon]\nInterval=1s\n[Daemon]\ninterval=2s\nIntervall=3s\nCpuBudget=5\n"
+                                   "[Tuning]\nIdleMode=Stop\n",
+                                   &c, &d, path, sizeof path),
+                         0);
+        assert_int_equal(d.n, 4);
+        diag_is(&d, 0, path, ":1: unknown section [daemon] (did you mean [Daemon]?), ignoring");
+        diag_is(&d, 1, path, ":4: interval: unknown key in [Daemon] (did you mean Interval=?), ignoring");
+        diag_is(&d, 2, path, ":5: Intervall: unknown key in [Daemon] (did you mean Interval=?), ignoring");
+        diag_is(&d, 3, path, ":6: CpuBudget: unknown key in [Daemon] (CpuBudget= belongs in [Tuning]), ignoring");
+        assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC);
+        /* enum values, unlike names, match in any case */
+        assert_int_equal(c.tuning.idle_mode, IDLE_MODE_STOP);
+        conf_diag_free(&d);
+
+        /* indentation is allowed, and is not inih's continuation line */
+        assert_int_equal(load_text("\xef\xbb\xbf[Daemon]\n  Interval=2s\n\tLogLevel=debug\n", &c, &d, path, sizeof path), 0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(c.interval_usec, 2 * USEC_PER_SEC);
+        assert_int_equal(c.log_level, LOG_DEBUG);
+        assert_int_equal(load_text("[Daemon]\nPolicyDirectories=/a\n  /b\nInterval: 2s\nLogLevel=debug\n", &c, &d,
+                                   path, sizeof path),
+                         -EBADMSG);
+        assert_int_equal(d.n, 3);
+        diag_is(&d, 0, path, ":3: \"/b\": neither a [Section], a Key=value nor a comment");
+        diag_is(&d, 1, path, ":4: \"Interval: 2s\": keys take '=', not ':'");
+        diag_is(&d, 2, path, ":3: syntax error, file rejected");
+        assert_int_equal(c.log_level, LOG_INFO);
+        conf_diag_free(&d);
+}
+
+static FakeTree dropin_tree;
+
+static char *tree_path(const char *rel) {
+        char *p = NULL;
+        assert_true(asprintf(&p, "%s/%s", dropin_tree.path, rel) > 0);
+        return p;
+}
+
+/* The files of a search below dropin_tree, joined by " " with the tree's
+ * prefix cut, for comparing with what a test expects. */
+static char *files_of(const ConfigSearch *search, ConfDiag *d, int *ret_r) {
+        _cleanup_strv_free_ char **files = NULL;
+        *ret_r = config_files_search(search, &files, d);
+        if (*ret_r < 0)
+                return NULL;
+        for (char **f = files; *f; f++)
+                memmove(*f, *f + strlen(dropin_tree.path) + 1, strlen(*f + strlen(dropin_tree.path) + 1) + 1);
+        return strv_join(files, " ");
+}
+
+/* Drop-ins merged as systemd merges its own: the main file (etc before run
+ * before the vendor's lib), then *.conf across the three directories by
+ * name, an earlier directory masking a name in later ones. */
+static void test_dropins(void **state) {
+        _cleanup_free_ char *etc = NULL, *run = NULL, *lib = NULL, *etc_d = NULL, *run_d = NULL, *lib_d = NULL;
+        Config c = {};
+        ConfDiag d = {};
+        int r;
+
+        fake_tree_init(&dropin_tree);
+        etc = tree_path("etc/k.conf");
+        run = tree_path("run/k.conf");
+        lib = tree_path("lib/k.conf");
+        etc_d = tree_path("etc/k.conf.d");
+        run_d = tree_path("run/k.conf.d");
+        lib_d = tree_path("lib/k.conf.d");
+        const ConfigSearch search = {
+                .main_paths = (const char *const[]) { etc, run, lib, NULL },
+                .dropin_dirs = (const char *const[]) { etc_d, run_d, lib_d, NULL },
+        };
+
+        /* nothing at all: no file, the defaults */
+        _cleanup_free_ char *none = files_of(&search, &d, &r);
+        assert_int_equal(r, 0);
+        assert_string_equal(none, "");
+
+        fake_write(&dropin_tree, "lib/k.conf", "[Daemon]\nInterval=2s\nDryRun=yes\n");
+        fake_write(&dropin_tree, "lib/k.conf.d/50-a.conf", "[Daemon]\nLogLevel=debug\n");
+        fake_write(&dropin_tree, "etc/k.conf.d/50-a.conf", "[Daemon]\nLogLevel=notice\n");
+        fake_write(&dropin_tree, "run/k.conf.d/10-b.conf", "[Daemon]\nInterval=3s\nPolicyDirectories=/x\n");
+        fake_write(&dropin_tree, "lib/k.conf.d/90-c.conf", "[Daemon]\nPolicyDirectories=/y\n");
+        fake_write(&dropin_tree, "lib/k.conf.d/95-null.conf", "[Daemon]\nInterval=9s\n");
+        fake_write(&dropin_tree, "lib/k.conf.d/96-empty.conf", "[Daemon]\nInterval=9s\n");
+        fake_write(&dropin_tree, "run/k.conf.d/96-empty.conf", "");
+        fake_write(&dropin_tree, "lib/k.conf.d/README", "[Daemon]\nInterval=9s\n");
+        fake_write(&dropin_tree, "lib/k.conf.d/.hidden.conf", "[Daemon]\nInterval=9s\n");
+        _cleanup_free_ char *null_link = tree_path("etc/k.conf.d/95-null.conf");
+        assert_int_equal(symlink("/dev/null", null_link), 0);
+
+        _cleanup_free_ char *vendor = files_of(&search, &d, &r);
+        assert_int_equal(r, 0);
+        assert_string_equal(vendor, "lib/k.conf run/k.conf.d/10-b.conf etc/k.conf.d/50-a.conf lib/k.conf.d/90-c.conf");
+        _cleanup_strv_free_ char **files = NULL;
+        assert_int_equal(config_files_search(&search, &files, &d), 0);
+        assert_int_equal(config_load_files(&c, files, &d), 0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(c.interval_usec, 3 * USEC_PER_SEC); /* later overrides earlier */
+        assert_int_equal(c.log_level, LOG_NOTICE);
+        assert_true(c.dry_run);
+        /* a list is appended to across files */
+        assert_int_equal(strv_length(c.policy_dirs), 2);
+        assert_string_equal(c.policy_dirs[0], "/x");
+        assert_string_equal(c.policy_dirs[1], "/y");
+
+        /* an empty assignment empties it */
+        fake_write(&dropin_tree, "etc/k.conf.d/99-reset.conf", "[Daemon]\nPolicyDirectories=\nPolicyDirectories=/z\n");
+        files = strv_free(files);
+        assert_int_equal(config_files_search(&search, &files, &d), 0);
+        assert_int_equal(config_load_files(&c, files, &d), 0);
+        assert_int_equal(strv_length(c.policy_dirs), 1);
+        assert_string_equal(c.policy_dirs[0], "/z");
+        fake_remove(&dropin_tree, "etc/k.conf.d/99-reset.conf");
+
+        /* /etc's main file replaces the vendor's; an empty one masks it */
+        fake_write(&dropin_tree, "etc/k.conf", "[Daemon]\nInterval=4s\n");
+        _cleanup_free_ char *admin = files_of(&search, &d, &r);
+        assert_string_equal(admin, "etc/k.conf run/k.conf.d/10-b.conf etc/k.conf.d/50-a.conf lib/k.conf.d/90-c.conf");
+        fake_write(&dropin_tree, "etc/k.conf", "");
+        _cleanup_free_ char *masked = files_of(&search, &d, &r);
+        assert_string_equal(masked, "run/k.conf.d/10-b.conf etc/k.conf.d/50-a.conf lib/k.conf.d/90-c.conf");
+        files = strv_free(files);
+        assert_int_equal(config_files_search(&search, &files, &d), 0);
+        assert_int_equal(config_load_files(&c, files, &d), 0);
+        assert_false(c.dry_run);
+
+        /* a bad drop-in rejects the configuration, after every file has
+         * been read and every problem said, with its own file and line */
+        fake_write(&dropin_tree, "run/k.conf.d/60-bad.conf", "[Daemon]\nInterval=1s\nInterval: 2s\n");
+        fake_write(&dropin_tree, "lib/k.conf.d/90-c.conf", "[Daemon]\nPolicyDirectorys=/y\n");
+        files = strv_free(files);
+        assert_int_equal(config_files_search(&search, &files, &d), 0);
+        assert_int_equal(config_load_files(&c, files, &d), -EBADMSG);
+        _cleanup_free_ char *bad = tree_path("run/k.conf.d/60-bad.conf"), *c90 = tree_path("lib/k.conf.d/90-c.conf");
+        assert_int_equal(d.n, 3);
+        diag_is(&d, 0, bad, ":3: \"Interval: 2s\": keys take '=', not ':'");
+        diag_is(&d, 1, bad, ":3: syntax error, file rejected");
+        diag_is(&d, 2, c90, ":2: PolicyDirectorys: unknown key in [Daemon] (did you mean PolicyDirectories=?), ignoring");
+        assert_int_equal(c.interval_usec, 5 * USEC_PER_SEC); /* all defaults, not a part */
+        assert_int_equal(strv_length(c.policy_dirs), 3);
+        conf_diag_free(&d);
+
+        /* an unreadable drop-in directory is an error, not an empty one */
+        fake_remove(&dropin_tree, "run/k.conf.d/60-bad.conf");
+        fake_remove(&dropin_tree, "run/k.conf.d/10-b.conf");
+        fake_remove(&dropin_tree, "run/k.conf.d/96-empty.conf");
+        fake_remove(&dropin_tree, "run/k.conf.d");
+        fake_write(&dropin_tree, "run/k.conf.d", "a file");
+        files = strv_free(files);
+        assert_int_equal(config_files_search(&search, &files, &d), -ENOTDIR);
+        assert_int_equal(d.n, 1);
+        diag_is(&d, 0, run_d, ":0: cannot open directory: Not a directory");
+        conf_diag_free(&d);
+
+        config_done(&c);
+        fake_tree_done(&dropin_tree);
+}
+
+/* The build's search: /etc (sysconfdir), /run, the vendor's lib. */
+static void test_default_search(void **state) {
+        const ConfigSearch *s = &config_search_default;
+        assert_string_equal(s->main_paths[0], DEFAULT_CONFIG_PATH);
+        assert_string_equal(s->main_paths[1], "/run/ksmtuned2/ksmtuned2.conf");
+        assert_string_equal(s->main_paths[2], PKGLIBDIR "/ksmtuned2.conf");
+        assert_null(s->main_paths[3]);
+        assert_string_equal(s->dropin_dirs[0], DEFAULT_CONFIG_PATH ".d");
+        assert_string_equal(s->dropin_dirs[1], "/run/ksmtuned2/ksmtuned2.conf.d");
+        assert_string_equal(s->dropin_dirs[2], PKGLIBDIR "/ksmtuned2.conf.d");
+        assert_null(s->dropin_dirs[3]);
+        assert_false(s->main_required);
+}
+
+/* Values with units, as systemd users write them; keys named after their
+ * unit read a bare number as before. */
+static void test_units(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024];
+
+        assert_int_equal(load_text("[Daemon]\nInterval=1min 30s\n[Ksm]\nStableNodeChainsPruneMSec=2s\n"
+                                   "[Tuning]\nCpuBudget=12.5%\nBurstCpu=80\nMinSleepMSec=20\nMaxSleepMSec=1.5s\n"
+                                   "IdleAfter=1h 30min\nMaintenanceScanTime=2min30s\nMemAvailableTight=5 %\n",
+                                   &c, &d, path, sizeof path),
+                         0);
+        assert_int_equal(d.n, 1); /* "5 %": no space before the sign, as in systemd */
+        diag_is(&d, 0, path, ":12: MemAvailableTight: not a percentage (e.g. 10 or 2.5%) (\"5 %\"), ignoring");
+        assert_int_equal(c.interval_usec, 90 * USEC_PER_SEC);
+        assert_int_equal(c.stable_node_chains_prune_ms, 2000);
+        assert_true(c.tuning.cpu_budget_percent == 12.5);
+        assert_true(c.tuning.burst_cpu_percent == 80);
+        assert_int_equal(c.tuning.min_sleep_ms, 20);
+        assert_int_equal(c.tuning.max_sleep_ms, 1500);
+        assert_int_equal(c.tuning.idle_after_usec, 5400 * USEC_PER_SEC);
+        assert_int_equal(c.tuning.maintenance_scan_time_usec, 150 * USEC_PER_SEC);
+        conf_diag_free(&d);
+
+        assert_int_equal(load_text("[Ksm]\nStableNodeChainsPruneMSec=\n[Tuning]\nMinSleepMSec=500us\n"
+                                   "MaxSleepMSec=2min\nCpuBudget=150%\nBurstCpu=ten\nMinSleepMSec=1.5\n",
+                                   &c, &d, path, sizeof path),
+                         0);
+        assert_int_equal(d.n, 5);
+        diag_is(&d, 0, path, ":4: MinSleepMSec: not a whole number of ms (\"500us\"), ignoring");
+        diag_is(&d, 1, path, ":5: MaxSleepMSec: out of range 0..60000 ms (\"2min\"), ignoring");
+        diag_is(&d, 2, path, ":6: CpuBudget: out of range 0..100% (\"150%\"), ignoring");
+        diag_is(&d, 3, path, ":7: BurstCpu: not a percentage (e.g. 10 or 2.5%) (\"ten\"), ignoring");
+        diag_is(&d, 4, path, ":8: MinSleepMSec: not a whole number of ms (\"1.5\"), ignoring");
+        assert_int_equal(c.stable_node_chains_prune_ms, -1);
+        assert_int_equal(c.tuning.min_sleep_ms, 10);
+        assert_int_equal(c.tuning.max_sleep_ms, 1000);
+        conf_diag_free(&d);
+        config_done(&c);
+}
+
+/* A line longer than inih's buffer would be parsed in pieces; it is refused
+ * instead, however long the buffer of this build's inih is. Comments may be
+ * as long as they like. */
+static void test_long_lines(void **state) {
+        Config c = {};
+        ConfDiag d = {};
+        char path[1024];
+        size_t n = 20000;
+        _cleanup_free_ char *text = malloc(2 * n + 200), *dirs = malloc(n);
+
+        assert_non_null(text);
+        assert_non_null(dirs);
+        memset(dirs, 'x', n - 1);
+        dirs[0] = '/';
+        dirs[n - 1] = 0;
+        snprintf(text, 2 * n + 200, "# %s\n[Daemon]\nPolicyDirectories=%s\nInterval=2s\n", dirs, dirs);
+        assert_int_equal(load_text(text, &c, &d, path, sizeof path), -EBADMSG);
+        assert_int_equal(d.n, 2);
+        char want[1200];
+        snprintf(want, sizeof want, "%s:3: line longer than ", path);
+        assert_true(startswith(d.lines[0], want));
+        assert_non_null(strstr(d.lines[0], " bytes (inih's line buffer)"));
+        diag_is(&d, 1, path, ":3: syntax error, file rejected");
+        conf_diag_free(&d);
+
+        /* what fits in upstream's default buffer (200 bytes) is read whole */
+        dirs[170] = 0;
+        snprintf(text, 2 * n + 200, "[Daemon]\nPolicyDirectories=%s /b\n", dirs);
+        assert_int_equal(load_text(text, &c, &d, path, sizeof path), 0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(strv_length(c.policy_dirs), 2);
+        assert_string_equal(c.policy_dirs[0], dirs);
         config_done(&c);
 }
 
@@ -238,6 +505,9 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults_and_shipped), cmocka_unit_test(test_good_values),
                 cmocka_unit_test(test_bad_values),           cmocka_unit_test(test_syntax_error),
+                cmocka_unit_test(test_names_and_separators), cmocka_unit_test(test_long_lines),
+                cmocka_unit_test(test_units),                cmocka_unit_test(test_dropins),
+                cmocka_unit_test(test_default_search),
                 cmocka_unit_test(test_util),                 cmocka_unit_test(test_json),
         };
         log_set_max_level(LOG_ERR);

@@ -313,6 +313,49 @@ static void test_tick_history(void **state) {
         assert_int_equal(history_get(&m->history, 2, &s), -ENOENT);
 }
 
+/* Mode= sets the mode at start and on every reload; a SetMode in between
+ * lasts until the reload; a rejected file changes nothing. */
+static void test_mode_from_config(void **state) {
+        Fixture *f = *state;
+        Manager *m = f->m;
+        char path[512], conf[4096];
+        _cleanup_free_ char *good = NULL;
+
+        snprintf(path, sizeof path, "%s/ksmtuned2.conf", f->tree.path);
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &good, NULL), 0);
+        assert_int_equal(m->mode, MANAGER_MODE_AUTO);
+
+        snprintf(conf, sizeof conf, "%s[Daemon]\nMode=observe\n", good);
+        fake_write(&f->tree, "ksmtuned2.conf", conf);
+        assert_int_equal(manager_reload(m), 0);
+        assert_int_equal(m->mode, MANAGER_MODE_OBSERVE);
+        assert_string_equal(newest_decision(f),
+                            "mode observe (was auto) (requested by Mode= of the reloaded configuration)");
+        assert_true(manager_dry_run(m));
+
+        assert_int_equal(manager_set_mode(m, MANAGER_MODE_AUTO, "over the bus by uid 0"), 1);
+        assert_int_equal(manager_reload(m), 0);
+        assert_int_equal(m->mode, MANAGER_MODE_OBSERVE);
+
+        /* a file that cannot be parsed keeps the mode and the rest */
+        assert_int_equal(manager_set_mode(m, MANAGER_MODE_TUNE_ONLY, "over the bus by uid 0"), 1);
+        snprintf(conf, sizeof conf, "%s[Daemon]\nMode: auto\n", good);
+        fake_write(&f->tree, "ksmtuned2.conf", conf);
+        assert_int_equal(manager_reload(m), -EBADMSG);
+        assert_int_equal(m->mode, MANAGER_MODE_TUNE_ONLY);
+        assert_int_equal(m->config.max_page_sharing, 512);
+        assert_int_equal(m->config.mode, MANAGER_MODE_OBSERVE);
+
+        /* and a new manager starts in the file's mode */
+        snprintf(conf, sizeof conf, "%s[Daemon]\nMode=Tune-Only\n", good);
+        fake_write(&f->tree, "ksmtuned2.conf", conf);
+        Manager *m2 = NULL;
+        ManagerOptions o = { .config_path = path, .root_prefix = f->tree.path };
+        assert_int_equal(manager_new(&o, &m2), 0);
+        assert_int_equal(m2->mode, MANAGER_MODE_TUNE_ONLY);
+        manager_free(m2);
+}
+
 static void test_no_ksm(void **state) {
         FakeTree t;
         Manager *m = NULL;
@@ -335,6 +378,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_pause_resume_mode, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tick_process_table, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tick_history, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_mode_from_config, setup, teardown),
                 cmocka_unit_test(test_no_ksm),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,7 +81,38 @@ static void test_parse_good(void **state) {
         assert_int_equal(pol.min_age_usec, 30 * USEC_PER_SEC);
         assert_false(pol.match_invalid);
         policy_done(&pol);
-        conf_diag_free(&d);
+
+        /* MinAnonMiB= takes sizes with units too; a bare number stays MiB */
+        const struct {
+                const char *value;
+                uint64_t mib;   /* UINT64_MAX: refused */
+                const char *reason;
+        } anon[] = {
+                { "2G", 2048, NULL },
+                { "1G 512M", 1536, NULL },
+                { "64", 64, NULL },
+                { "1048576", 1 << 20, NULL },
+                { "512K", UINT64_MAX, "not a whole number of MiB" },
+                { "2T", UINT64_MAX, "out of range 0..1048576 MiB" },
+                { "64MiB", UINT64_MAX, "not a size" },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(anon); i++) {
+                char text[128], want[1200];
+                snprintf(text, sizeof text, "[Match]\nComm=x\n[Merge]\nMinAnonMiB=%s\n", anon[i].value);
+                fake_write(&tree, "good/50-vms.policy", text);
+                assert_int_equal(policy_load_file(p, &pol, &d), 0);
+                if (anon[i].mib != UINT64_MAX) {
+                        assert_int_equal(d.n, 0);
+                        assert_int_equal(pol.min_anon_mib, anon[i].mib);
+                } else {
+                        snprintf(want, sizeof want, "%s:4: MinAnonMiB: %s", p, anon[i].reason);
+                        if (!diag_has(&d, want))
+                                fail_msg("MinAnonMiB=%s: no \"%s\"", anon[i].value, want);
+                        assert_int_equal(pol.min_anon_mib, 0);
+                }
+                policy_done(&pol);
+                conf_diag_free(&d);
+        }
 }
 
 /* The example of DESIGN.md §5, inline comments and all. */
@@ -116,34 +147,65 @@ static void test_parse_bad_keys(void **state) {
         fake_write(&tree, "bad/10-x.policy",
                    "[Match]\n"
                    "Comm=postgres\n"
-                   "Colour=blue\n"
                    "[Merge]\n"
                    "Mode=sometimes\n"
                    "Method=telepathy\n"
                    "MinAnonMiB=-5\n"
-                   "MinAge=soon\n"
-                   "[Extra]\n"
-                   "A=b\n");
+                   "MinAge=soon\n");
         assert_int_equal(policy_load_file(p, &pol, &d), 0);
         dump(&d);
         char want[1024];
-        snprintf(want, sizeof want, "%s:3: Colour: unknown key in [Match]", p);
+        snprintf(want, sizeof want, "%s:4: Mode: expected one of: always auto never", p);
         assert_true(diag_has(&d, want));
-        snprintf(want, sizeof want, "%s:5: Mode: expected one of: always auto never", p);
+        snprintf(want, sizeof want, "%s:5: Method: expected one of: any madvise process_ksm inject none", p);
         assert_true(diag_has(&d, want));
-        snprintf(want, sizeof want, "%s:6: Method: expected one of: any madvise process_ksm inject none", p);
+        snprintf(want, sizeof want, "%s:6: MinAnonMiB:", p);
         assert_true(diag_has(&d, want));
-        snprintf(want, sizeof want, "%s:7: MinAnonMiB:", p);
+        snprintf(want, sizeof want, "%s:7: MinAge: not a time span", p);
         assert_true(diag_has(&d, want));
-        snprintf(want, sizeof want, "%s:8: MinAge: not a time span", p);
-        assert_true(diag_has(&d, want));
-        assert_true(diag_has(&d, "unknown section [Extra]"));
         /* bad values were skipped: defaults stand */
         assert_int_equal(pol.mode, POLICY_MODE_AUTO);
         assert_int_equal(pol.method, MERGE_METHOD_ANY);
         assert_int_equal(pol.min_anon_mib, 0);
         assert_false(pol.match_invalid);
         policy_done(&pol);
+        conf_diag_free(&d);
+
+        /* Sections and keys are case-sensitive. What the daemon does not
+         * understand must not act: an ignored "comm=" would widen the match,
+         * an ignored "[merge]" would make Mode=never the default auto. */
+        fake_write(&tree, "bad/15-case.policy",
+                   "[Match]\nComm=postgres\ncomm=mysqld\nColour=blue\nMode=never\n[merge]\nMode=never\n[Extra]\nA=b\n");
+        _cleanup_free_ char *p15 = path_of("bad/15-case.policy");
+        assert_int_equal(policy_load_file(p15, &pol, &d), 0);
+        dump(&d);
+        const char *const unknown[] = {
+                ":3: comm: unknown key in [Match] (did you mean Comm=?), this policy will match nothing",
+                ":4: Colour: unknown key in [Match], this policy will match nothing",
+                ":5: Mode: unknown key in [Match] (Mode= belongs in [Merge]), this policy will match nothing",
+                ":6: unknown section [merge] (did you mean [Merge]?), this policy will match nothing",
+                ":8: unknown section [Extra], this policy will match nothing",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(unknown); i++) {
+                snprintf(want, sizeof want, "%s%s", p15, unknown[i]);
+                if (!diag_has(&d, want))
+                        fail_msg("no diagnostic \"%s\"", want);
+        }
+        assert_int_equal(d.n, ELEMENTSOF(unknown));
+        assert_true(pol.match_invalid);
+        Process pg = { .pid = 5, .comm = "postgres", .euid = 0 };
+        assert_false(policy_matches(&pol, &pg));
+        policy_done(&pol);
+        conf_diag_free(&d);
+
+        /* "Key: value", which inih accepts, is refused with the file */
+        fake_write(&tree, "bad/16-colon.policy", "[Match]\nComm: postgres\n[Merge]\nMode=never\n");
+        _cleanup_free_ char *p16 = path_of("bad/16-colon.policy");
+        assert_int_equal(policy_load_file(p16, &pol, &d), -EBADMSG);
+        snprintf(want, sizeof want, "%s:2: \"Comm: postgres\": keys take '=', not ':'", p16);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:2: syntax error, file rejected", p16);
+        assert_string_equal(d.lines[d.n - 1], want);
         conf_diag_free(&d);
 
         /* a bad [Match] value must not widen the match */
@@ -239,7 +301,7 @@ static void test_set_masked_ordered(void **state) {
         assert_int_equal(policy_set_load(none, NULL, &s4, &d), 0);
         assert_int_equal(s4.n, 0);
         assert_int_equal(d.n, 1);
-        assert_true(diag_has(&d, "/dev/null:0: cannot open policy directory: Not a directory"));
+        assert_true(diag_has(&d, "/dev/null:0: cannot open directory: Not a directory"));
         conf_diag_free(&d);
 
         policy_set_done(&s);

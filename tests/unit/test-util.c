@@ -122,77 +122,190 @@ static void test_parse_boolean(void **state) {
         assert_int_equal(parse_boolean(NULL), -EINVAL);
 }
 
-static void test_parse_timespan(void **state) {
-        const struct {
+/* parse_time_usec() and parse_size() share a signature and a grammar. */
+typedef struct UnitCase {
+        const char *s;
+        uint64_t default_unit;
+        int r;
+        uint64_t value;         /* when r == 0 */
+} UnitCase;
+
+static void check_unit_parser(const char *name, int (*parse)(const char *s, uint64_t unit, uint64_t *ret),
+                              const UnitCase *cases, size_t n_cases) {
+        for (size_t i = 0; i < n_cases; i++) {
+                uint64_t v = SENTINEL;
+                int r = parse(cases[i].s, cases[i].default_unit, &v);
+                if (r != cases[i].r)
+                        fail_msg("%s(\"%s\") returned %d, not %d", name, cases[i].s, r, cases[i].r);
+                if (r == 0 && v != cases[i].value)
+                        fail_msg("%s(\"%s\") gave %" PRIu64 ", not %" PRIu64, name, cases[i].s, v, cases[i].value);
+                if (r < 0 && v != SENTINEL)
+                        fail_msg("%s(\"%s\") wrote %" PRIu64 " on failure", name, cases[i].s, v);
+        }
+        uint64_t v = SENTINEL;
+        assert_int_equal(parse(NULL, 1, &v), -EINVAL);
+        assert_int_equal(v, SENTINEL);
+}
+
+#define S USEC_PER_SEC
+#define MS USEC_PER_MSEC
+
+static void test_parse_time(void **state) {
+        static const UnitCase cases[] = {
+                { "0", S, 0, 0 },
+                { "5", S, 0, 5 * S }, /* a bare number is in the default unit */
+                { "5", MS, 0, 5 * MS },
+                { "1.5", S, 0, 1500 * MS },
+                { "1.5", MS, 0, 1500 },
+                { ".5s", S, 0, 500 * MS },
+                { "5.s", S, 0, 5 * S },
+                { "5s", MS, 0, 5 * S }, /* a unit beats the default */
+                { "5sec", S, 0, 5 * S },
+                { "5second", S, 0, 5 * S },
+                { "5seconds", S, 0, 5 * S },
+                { "250ms", S, 0, 250 * MS },
+                { "250msec", S, 0, 250 * MS },
+                { "7us", S, 0, 7 },
+                { "7usec", S, 0, 7 },
+                { "7\xc2\xb5s", S, 0, 7 },     /* MICRO SIGN */
+                { "7\xce\xbcs", S, 0, 7 },     /* GREEK SMALL LETTER MU */
+                { "2m", S, 0, 120 * S },
+                { "2min", S, 0, 120 * S },
+                { "2minute", S, 0, 120 * S },
+                { "5minutes", S, 0, 300 * S },
+                { "1h", S, 0, 3600 * S },
+                { "1hr", S, 0, 3600 * S },
+                { "1hour", S, 0, 3600 * S },
+                { "2hours", S, 0, 7200 * S },
+                { "1.5h", S, 0, 5400 * S },
+                { "1d", S, 0, 86400 * S },
+                { "2days", S, 0, 2 * 86400 * S },
+                { "1w", S, 0, 7 * 86400 * S },
+                { "1M", S, 0, 2629800 * S }, /* systemd's month: 30.44 days */
+                { "1y", S, 0, 31557600 * S },
+                /* components, with or without spaces between them, add up */
+                { "1h 30s", S, 0, 3630 * S },
+                { "1h30s", S, 0, 3630 * S },
+                { "2min 30s", MS, 0, 150 * S },
+                { "1min 1min", S, 0, 120 * S },
+                { "1 h 2 min 3 s 4 ms", S, 0, 3723 * S + 4 * MS },
+                { "20 ms", S, 0, 20 * MS },
+                { "  3s \n", S, 0, 3 * S },
+                { "1.0000006s", S, 0, 1000001 }, /* rounded, not cut */
+                { "0.4us", S, 0, 0 },
+                { "0.000000000000000000001s", S, 0, 0 }, /* digits past 18 are dropped */
+                /* the largest value below 2^63 */
+                { "9223372036854775807us", S, 0, UINT64_C(9223372036854775807) },
+                { "9223372036854775806us 1us", S, 0, UINT64_C(9223372036854775807) },
+
+                { "", S, -EINVAL, 0 },
+                { "   ", S, -EINVAL, 0 },
+                { "s", S, -EINVAL, 0 },
+                { ".", S, -EINVAL, 0 },
+                { "-1s", S, -EINVAL, 0 },
+                { "+1s", S, -EINVAL, 0 },
+                { "1parsec", S, -EINVAL, 0 },
+                { "1S", S, -EINVAL, 0 },     /* units are case-sensitive: M is a month, m a minute */
+                { "1MIN", S, -EINVAL, 0 },
+                { "1 s s", S, -EINVAL, 0 },
+                { "5 5s", S, -EINVAL, 0 },   /* a bare number only alone */
+                { "1s5", S, -EINVAL, 0 },
+                { "1s 5", S, -EINVAL, 0 },
+                { "1.5.5s", S, -EINVAL, 0 },
+                { "1s,2s", S, -EINVAL, 0 },
+                { "inf", S, -EINVAL, 0 },
+                { "infinity", S, -EINVAL, 0 },
+                { "nan", S, -EINVAL, 0 },
+                /* strtod() reads hexadecimal floats and exponents: not a time span anyone writes */
+                { "0x10", S, -EINVAL, 0 },
+                { "0X1p3s", S, -EINVAL, 0 },
+                { "1e3s", S, -EINVAL, 0 },
+                { "1e400s", S, -EINVAL, 0 },
+                /* 2^63 us and more do not fit the int64_t the callers compare with */
+                { "9223372036854775808us", S, -ERANGE, 0 },
+                { "9223372036854775807us 1us", S, -ERANGE, 0 },
+                { "18446744073709551615us", S, -ERANGE, 0 },
+                { "99999999999999999999us", S, -ERANGE, 0 },
+                { "3000000000h", S, -ERANGE, 0 },
+                { "300000y", S, -ERANGE, 0 },
+        };
+        check_unit_parser("parse_time_usec", parse_time_usec, cases, ELEMENTSOF(cases));
+
+        /* parse_timespan_usec() is the same with seconds for a bare number */
+        uint64_t v = SENTINEL;
+        assert_int_equal(parse_timespan_usec("1.5", &v), 0);
+        assert_int_equal(v, 1500 * MS);
+        assert_int_equal(parse_timespan_usec("2min 30s", &v), 0);
+        assert_int_equal(v, 150 * S);
+        assert_int_equal(parse_timespan_usec("1S", &v), -EINVAL);
+        assert_int_equal(v, 150 * S);
+}
+
+#undef S
+#undef MS
+
+static void test_parse_size(void **state) {
+        static const uint64_t K = 1024, M = 1024 * 1024;
+        const UnitCase cases[] = {
+                { "0", 1, 0, 0 },
+                { "512", 1, 0, 512 },
+                { "64", M, 0, 64 * M }, /* MinAnonMiB=64 */
+                { "64M", M, 0, 64 * M },
+                { "64M", 1, 0, 64 * M },
+                { "1K", 1, 0, K },
+                { "1.5K", 1, 0, 1536 },
+                { "2G", 1, 0, 2048 * M },
+                { "1T", 1, 0, UINT64_C(1) << 40 },
+                { "1P", 1, 0, UINT64_C(1) << 50 },
+                { "1E", 1, 0, UINT64_C(1) << 60 },
+                { "15E", 1, 0, UINT64_C(15) << 60 },
+                { "100B", M, 0, 100 },
+                { "1G 512M", 1, 0, 1536 * M },
+                { "1G512M", 1, 0, 1536 * M },
+                { " 4 K ", 1, 0, 4 * K },
+                { "0.5B", 1, 0, 1 }, /* rounded */
+                { "18446744073709551615", 1, 0, UINT64_MAX },
+
+                { "", 1, -EINVAL, 0 },
+                { "M", 1, -EINVAL, 0 },
+                { "-1M", 1, -EINVAL, 0 },
+                { "1k", 1, -EINVAL, 0 },     /* systemd's letters, upper case only */
+                { "1KB", 1, -EINVAL, 0 },
+                { "1MiB", 1, -EINVAL, 0 },
+                { "1m", 1, -EINVAL, 0 },
+                { "1Z", 1, -EINVAL, 0 },
+                { "1 2M", 1, -EINVAL, 0 },
+                { "1e3", 1, -EINVAL, 0 },
+                { "0x10", 1, -EINVAL, 0 },
+                { "16E", 1, -ERANGE, 0 },
+                { "18446744073709551616", 1, -ERANGE, 0 },
+                { "18446744073709551615B 1B", 1, -ERANGE, 0 },
+                { "17592186044416", M, -ERANGE, 0 }, /* 2^44 MiB is 2^64 bytes */
+        };
+        check_unit_parser("parse_size", parse_size, cases, ELEMENTSOF(cases));
+}
+
+static void test_parse_percent(void **state) {
+        static const struct {
                 const char *s;
-                uint64_t usec;
+                double value;
         } good[] = {
-                { "0", 0 },
-                { "5", 5 * USEC_PER_SEC }, /* a bare number is seconds */
-                { "1.5", 1500 * USEC_PER_MSEC },
-                { ".5s", 500 * USEC_PER_MSEC },
-                { "5s", 5 * USEC_PER_SEC },
-                { "5sec", 5 * USEC_PER_SEC },
-                { "250ms", 250 * USEC_PER_MSEC },
-                { "250msec", 250 * USEC_PER_MSEC },
-                { "7us", 7 },
-                { "7usec", 7 },
-                { "2m", 120 * USEC_PER_SEC },
-                { "2min", 120 * USEC_PER_SEC },
-                { "1h", 3600 * USEC_PER_SEC },
-                { "1hour", 3600 * USEC_PER_SEC },
-                { "20 ms", 20 * USEC_PER_MSEC },
-                { "  3s \n", 3 * USEC_PER_SEC },
-                { "1.0000006s", 1000001 }, /* rounded, not cut */
-                { "0.4us", 0 },
-                /* the largest double below 2^63 */
-                { "9223372036854774784us", UINT64_C(9223372036854774784) },
+                { "10", 10 }, { "10%", 10 }, { "2.5%", 2.5 }, { "0", 0 }, { ".5%", 0.5 }, { " 100% ", 100 }, { "250", 250 },
         };
-        const struct {
-                const char *s;
-                int r;
-        } bad[] = {
-                { "", -EINVAL },
-                { "   ", -EINVAL },
-                { "s", -EINVAL },
-                { ".", -EINVAL },
-                { "-1s", -EINVAL },
-                { "+1s", -EINVAL },
-                { "1parsec", -EINVAL },
-                { "1S", -EINVAL },
-                { "1 s s", -EINVAL },
-                { "5 5s", -EINVAL },
-                { "1.5.5s", -EINVAL },
-                { "1s5", -EINVAL },
-                { "5minutes", -EINVAL },
-                { "inf", -EINVAL },
-                { "nan", -EINVAL },
-                /* strtod() reads hexadecimal floats: not a time span anyone writes */
-                { "0x10", -EINVAL },
-                { "0X1p3s", -EINVAL },
-                { "1e3s", -EINVAL },
-                { "1e400s", -EINVAL },
-                /* 2^63 us and more do not fit the int64_t the rounding goes through */
-                { "9223372036854775808us", -ERANGE },
-                { "18446744073709551615us", -ERANGE },
-                { "3000000000h", -ERANGE },
-        };
-        uint64_t v;
+        static const char *const bad[] = { "", "%", "-1%", "10%%", "10 %x", "1e2%", "ten", "10‰", "nan" };
+        double v;
 
         for (size_t i = 0; i < ELEMENTSOF(good); i++) {
-                v = SENTINEL;
-                if (parse_timespan_usec(good[i].s, &v) != 0 || v != good[i].usec)
-                        fail_msg("parse_timespan_usec(\"%s\") gave %" PRIu64 ", not %" PRIu64, good[i].s, v,
-                                 good[i].usec);
+                v = -1;
+                if (parse_percent(good[i].s, &v) != 0 || v != good[i].value)
+                        fail_msg("parse_percent(\"%s\") gave %g, not %g", good[i].s, v, good[i].value);
         }
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
-                v = SENTINEL;
-                int r = parse_timespan_usec(bad[i].s, &v);
-                if (r != bad[i].r)
-                        fail_msg("parse_timespan_usec(\"%s\") returned %d, not %d", bad[i].s, r, bad[i].r);
-                assert_int_equal(v, SENTINEL);
+                v = -1;
+                if (parse_percent(bad[i], &v) != -EINVAL || v != -1)
+                        fail_msg("parse_percent(\"%s\") is not -EINVAL, or wrote %g", bad[i], v);
         }
-        assert_int_equal(parse_timespan_usec(NULL, &v), -EINVAL);
+        assert_int_equal(parse_percent(NULL, &v), -EINVAL);
 }
 
 typedef struct FormatCase {
@@ -308,6 +421,18 @@ static void test_strv_split_whitespace(void **state) {
         assert_false(strv_contains(l, "on"));
         assert_int_equal(strv_length(NULL), 0);
         assert_false(strv_contains(NULL, "one"));
+}
+
+static void test_strv_join(void **state) {
+        char *abc[] = { "a", "bc", "", "d", NULL }, *one[] = { "x", NULL }, *none[] = { NULL };
+        _cleanup_free_ char *j1 = strv_join(abc, ", "), *j2 = strv_join(one, ", "), *j3 = strv_join(none, ", "),
+                            *j4 = strv_join(NULL, "-"), *j5 = strv_join(abc, "");
+
+        assert_string_equal(j1, "a, bc, , d");
+        assert_string_equal(j2, "x");
+        assert_string_equal(j3, "");
+        assert_string_equal(j4, "");
+        assert_string_equal(j5, "abcd");
 }
 
 static void test_startswith_endswith(void **state) {
@@ -467,10 +592,13 @@ int main(void) {
                 cmocka_unit_test(test_safe_ato64),
                 cmocka_unit_test(test_safe_atou_atoi),
                 cmocka_unit_test(test_parse_boolean),
-                cmocka_unit_test(test_parse_timespan),
+                cmocka_unit_test(test_parse_time),
+                cmocka_unit_test(test_parse_size),
+                cmocka_unit_test(test_parse_percent),
                 cmocka_unit_test(test_format_timespan),
                 cmocka_unit_test(test_format_bytes),
                 cmocka_unit_test(test_strv_split_whitespace),
+                cmocka_unit_test(test_strv_join),
                 cmocka_unit_test(test_startswith_endswith),
                 cmocka_unit_test(test_strscpy),
                 cmocka_unit_test(test_greedy_realloc),
