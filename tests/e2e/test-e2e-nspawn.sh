@@ -407,6 +407,8 @@ reload_and_wait() {
         fail "the reload did not happen"
 }
 write_conf $mps2 RestoreKnobsOnExit=no
+# The generated drop-in's SourcePath= is the configuration (README).
+[ "$(inside systemctl show -P NeedDaemonReload ksmtuned2)" = yes ] || fail "no NeedDaemonReload after editing $CONF"
 reload_and_wait
 inside grep -qx "max_page_sharing=$old_mps" /run/ksmtuned2/saved-knobs ||
         fail "knob journal lacks max_page_sharing=$old_mps: $(inside cat /run/ksmtuned2/saved-knobs 2>&1)"
