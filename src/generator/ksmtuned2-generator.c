@@ -65,7 +65,7 @@ static const char *textfile_path_refusal(const char *path) {
 /* At boot nothing reads the generator's stderr (systemd.generator(7): log
  * to /dev/kmsg, which journald reads once it runs). Non-blocking: in a
  * container /dev/kmsg may be missing, or a FIFO no one reads yet. */
-static void log_to_kmsg(void) {
+static void stderr_to_kmsg(void) {
         int fd = open("/dev/kmsg", O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
         if (fd < 0)
                 return;
@@ -86,7 +86,7 @@ int main(int argc, char *argv[]) {
         /* The service manager sets $SYSTEMD_SCOPE; a person debugging this
          * (or a test) reads stderr. */
         if (getenv("SYSTEMD_SCOPE"))
-                log_to_kmsg();
+                stderr_to_kmsg();
         if (argc != 2 && argc != 4) {
                 log_error("Expects one or three output directories (systemd.generator(7)), got %d.", argc - 1);
                 return EXIT_FAILURE;
