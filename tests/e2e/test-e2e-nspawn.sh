@@ -1,18 +1,24 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 # End to end: boot Debian 12 with systemd as PID 1 under systemd-nspawn,
-# install this build into it, and run ksmtuned2 as the system service it is
+# install the .debs of this checkout into it (dpkg -i enables and starts the
+# unit), and run ksmtuned2 as the system service it is
 # meant to be: enable --now reaches active with the unit's hardening and the
 # daemon's own sandbox (seccomp fatal, so a missing system call fails here),
 # the real system bus serves it to root and, read-only, to another user,
 # systemd-analyze verify is clean and security scores it under 2.0, reload
 # re-reads configuration and policies, stop restores the knobs, and the
 # journal has the start-up line and the proc connector's polling fallback
-# (no proc events reach a PID namespace).
+# (no proc events reach a PID namespace). The generator makes another
+# TextfilePath= directory writable, an upgrade restarts the daemon without
+# losing its knob journal, the unit stops the other KSM tuners and they stop
+# it, and a purge leaves nothing behind.
 #
 # The Debian tree is built once by debootstrap and cached under the build
-# directory (KSMTUNED2_E2E_DIR overrides); each run boots a copy of it.
-# Skips (77) without root, KSM, systemd-nspawn, or where nspawn cannot run.
+# directory (KSMTUNED2_E2E_DIR overrides); each run boots a copy of it. The
+# packages are built by .ci/build-deb, again only when their inputs change.
+# Skips (77) without root, KSM, systemd-nspawn, debhelper, or where nspawn
+# cannot run.
 set -u
 t_start=$(date +%s)
 skip() { echo "SKIP: $*" >&2; exit 77; }
@@ -20,9 +26,12 @@ skip() { echo "SKIP: $*" >&2; exit 77; }
 command -v systemd-nspawn >/dev/null || skip "systemd-nspawn not installed (package systemd-container)"
 command -v nsenter >/dev/null || skip "nsenter not installed"
 [ -d /sys/kernel/mm/ksm ] || skip "no KSM"
+command -v dh >/dev/null && command -v dpkg-buildpackage >/dev/null ||
+        skip "debhelper not installed (.ci/install-deps installs it)"
 
 E2E_DIR=${KSMTUNED2_E2E_DIR:-$BUILD_ROOT/e2e}
 TREE=$E2E_DIR/debian-bookworm
+DEB_DIR=$E2E_DIR/deb
 mkdir -p "$E2E_DIR"
 
 # Libraries the installed binaries need, as Debian packages; the tree is
@@ -64,6 +73,12 @@ build_tree() {
 (
         flock 8
         [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT_STAMP" ] || build_tree
+        if ! "$SOURCE_ROOT/.ci/build-deb" "$DEB_DIR" >"$E2E_DIR/build-deb.log" 2>&1; then
+                cat "$E2E_DIR/build-deb.log" >&2
+                echo "FAIL: .ci/build-deb" >&2
+                exit 1
+        fi
+        cat "$E2E_DIR/build-deb.log"
         # Copies left by a run that was killed (a timeout's SIGKILL skips the
         # EXIT trap); a live run holds its copy's lock.
         for d in "$E2E_DIR"/run.*; do
@@ -105,9 +120,17 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 cp -a --reflink=auto "$TREE" "$RUN/root" || fail "cannot copy the tree"
-# Install the build as a package would, then add what only the test needs.
-meson install -C "$BUILD_ROOT" --no-rebuild --quiet --destdir "$RUN/root" >"$RUN/install.log" 2>&1 ||
-        { cat "$RUN/install.log" >&2; fail "meson install failed"; }
+# The packages, installed once the container runs (their postinst starts the
+# daemon), and for the upgrade the same ksmtuned2 under a higher version.
+DEBS=/var/cache/ksmtuned2-e2e
+mkdir -p "$RUN/root$DEBS"
+cp "$DEB_DIR"/ksmtuned2_*.deb "$RUN/root$DEBS/ksmtuned2.deb" && cp "$DEB_DIR"/ksmctl_*.deb "$RUN/root$DEBS/ksmctl.deb" ||
+        fail "no packages in $DEB_DIR"
+dpkg-deb -R "$RUN/root$DEBS/ksmtuned2.deb" "$RUN/upgrade" &&
+        sed -i 's/^Version: .*/&+e2e1/' "$RUN/upgrade/DEBIAN/control" &&
+        dpkg-deb -b "$RUN/upgrade" "$RUN/root$DEBS/ksmtuned2-upgrade.deb" >/dev/null || fail "cannot repack the upgrade"
+VERSION=$(dpkg-deb -f "$RUN/root$DEBS/ksmtuned2.deb" Version)
+# What only the test needs.
 mkdir -p "$RUN/root/etc/systemd/system/ksmtuned2.service.d"
 # A system call missing from the daemon's allow-list ends the daemon here.
 printf '[Service]\nEnvironment=KSMTUNED2_SECCOMP_FATAL=1\n' \
@@ -157,10 +180,31 @@ before=$(ksm_guard_knobs_now)
 t_lock=$(date +%s)
 [ $((t_lock - t_lock0)) -gt 1 ] && echo "waited $((t_lock - t_lock0)) s for the KSM test lock"
 
+# 0. dpkg -i: the Debian way, the unit is enabled (with its bus alias) and
+# started on the shipped configuration, the only conffile; the policies are
+# the package's files.
+t_inst0=$(date +%s)
+inside dpkg -i $DEBS/ksmtuned2.deb $DEBS/ksmctl.deb </dev/null >"$RUN/dpkg-i.log" 2>&1 ||
+        { cat "$RUN/dpkg-i.log" >&2; fail "dpkg -i"; }
+[ "$(inside systemctl is-enabled ksmtuned2)" = enabled ] || fail "not enabled by the package"
+inside test -L /etc/systemd/system/dbus-org.ksmtuned2.service || fail "no dbus-org.ksmtuned2.service alias"
+[ "$(inside systemctl is-active ksmtuned2)" = active ] || fail "not started by the package"
+out=$(inside systemctl status --no-pager ksmtuned2) || fail "systemctl status: $out"
+case $out in *"ksmtuned2.service; enabled;"*"Active: active (running)"*) ;; *) fail "systemctl status: $out";; esac
+conffiles=$(inside dpkg-query -W -f='${Conffiles}\n' ksmtuned2 | awk 'NF { print $1 }')
+[ "$conffiles" = /etc/ksmtuned2/ksmtuned2.conf ] || fail "conffiles: [$conffiles], want the configuration only"
+inside dpkg -L ksmtuned2 | grep -q '^/usr/lib/ksmtuned2/policy.d/50-vms.policy$' || fail "no shipped policy"
+inside systemctl disable --now ksmtuned2 >/dev/null 2>&1 || fail "disable --now after dpkg -i"
+[ "$before" = "$(ksm_guard_knobs_now)" ] || fail "knobs not restored after the package's instance"
+t_inst=$(date +%s)
+# Later checks read the journal of what follows only.
+cursor=$(inside journalctl -n 1 --show-cursor -o cat | sed -n 's/^-- cursor: //p')
+echo "dpkg -i ksmtuned2 $VERSION, ksmctl: enabled (and aliased) and started; conffiles: $conffiles ($((t_inst - t_inst0)) s)"
+
 # The configuration and policy paths follow the build's prefix.
 CONF=$(inside ksmtuned2 --help | sed -n 's/.*(default \(.*\))$/\1/p')
 [ -n "$CONF" ] || fail "cannot learn the default configuration path from ksmtuned2 --help"
-inside test -f "$CONF" || fail "meson install did not put the default configuration at $CONF"
+inside test -f "$CONF" || fail "the package did not put the default configuration at $CONF"
 POLICY_DIR=$(dirname "$CONF")/policy.d
 
 # node_exporter's textfile directory, writable for the unit where it exists.
@@ -169,11 +213,12 @@ inside mkdir -p "$(dirname $PROM)"
 old_mps=$(cat $KSM/max_page_sharing)
 mps1=$((old_mps == 300 ? 301 : 300))
 mps2=$((mps1 + 10))
-write_conf() {
+write_conf() { # max_page_sharing [a [Daemon] line]
         inside sh -c "cat > '$CONF'" <<CONF
 [Daemon]
 Interval=500ms
 LogLevel=debug
+${2:-}
 [Ksm]
 MaxPageSharing=$1
 [Metrics]
@@ -184,7 +229,7 @@ wait_knob() { # name value
         for _ in $(seq 100); do [ "$(cat $KSM/"$1")" = "$2" ] && return 0; sleep 0.1; done
         fail "$1 is $(cat $KSM/"$1"), want $2"
 }
-journal() { inside journalctl -b -u ksmtuned2 --no-pager -o cat; }
+journal() { inside journalctl -b -u ksmtuned2 --no-pager -o cat ${cursor:+"--after-cursor=$cursor"}; }
 wait_journal() { # pattern
         for _ in $(seq 100); do journal | grep -q -E -e "$1" && return 0; sleep 0.1; done
         fail "journal lacks /$1/"
@@ -370,6 +415,67 @@ wait_knob max_page_sharing $mps2
 [ "$(mode)" = 's "auto"' ] || fail "Mode after the drop-ins went: $(mode)"
 echo "drop-ins: merged and masked as systemd does; systemctl reload failed on a rejected one, pid $main kept its configuration"
 
+# 7b. The generator: a TextfilePath= outside node_exporter's directory is
+# writable after daemon-reload, without a hand-written drop-in.
+inside rm /etc/systemd/system/ksmtuned2.service.d/netadmin.conf
+PROM=/srv/ksmtuned2-e2e/ksmtuned2.prom
+inside mkdir -p "$(dirname $PROM)"
+write_conf $mps2
+inside systemctl daemon-reload
+GENERATED=/run/systemd/generator/ksmtuned2.service.d/50-textfile-path.conf
+inside grep -qx "ReadWritePaths=-$(dirname $PROM)" $GENERATED ||
+        fail "generator: $GENERATED is [$(inside cat $GENERATED 2>&1)]"
+rw=$(inside systemctl show -P ReadWritePaths ksmtuned2)
+case " $rw " in *" -$(dirname $PROM) "*) ;; *) fail "ReadWritePaths=$rw lacks -$(dirname $PROM)";; esac
+out=$(inside systemd-analyze verify --man=no ksmtuned2.service 2>&1) || fail "systemd-analyze verify with the generated drop-in: $out"
+[ -z "$out" ] || fail "systemd-analyze verify complains with the generated drop-in: $out"
+inside systemctl restart ksmtuned2 || fail "restart with TextfilePath=$PROM"
+for _ in $(seq 100); do inside test -s $PROM && break; sleep 0.1; done
+[ "$(inside stat -c %a $PROM 2>/dev/null)" = 644 ] && inside grep -q '^ksmtuned2_' $PROM ||
+        fail "no metrics file $PROM: $(journal | grep -i metrics | tail -3)"
+echo "generator: ReadWritePaths=-$(dirname $PROM) after daemon-reload, $PROM written"
+
+# 7c. An upgrade restarts the daemon once (dh_installsystemd
+# --restart-after-upgrade), and the knob journal in /run/ksmtuned2 survives
+# that (RuntimeDirectoryPreserve=yes): with RestoreKnobsOnExit=no the old
+# instance leaves the original values there, the new one takes them over, and
+# stop (8.) puts back the knobs from before the daemon, which it could not
+# know otherwise.
+reloads() { journal | grep -c "^Reloaded configuration"; }
+reload_and_wait() {
+        local n=$(reloads)
+        inside systemctl reload ksmtuned2 || fail "systemctl reload"
+        for _ in $(seq 100); do [ "$(reloads)" -gt "$n" ] && return 0; sleep 0.1; done
+        fail "the reload did not happen"
+}
+write_conf $mps2 RestoreKnobsOnExit=no
+# The generated drop-in's SourcePath= is the configuration (README).
+[ "$(inside systemctl show -P NeedDaemonReload ksmtuned2)" = yes ] || fail "no NeedDaemonReload after editing $CONF"
+reload_and_wait
+inside grep -qx "max_page_sharing=$old_mps" /run/ksmtuned2/saved-knobs ||
+        fail "knob journal lacks max_page_sharing=$old_mps: $(inside cat /run/ksmtuned2/saved-knobs 2>&1)"
+old_main=$(inside systemctl show -P MainPID ksmtuned2)
+t_up0=$(date +%s)
+inside dpkg -i $DEBS/ksmtuned2-upgrade.deb </dev/null >"$RUN/dpkg-upgrade.log" 2>&1 ||
+        { cat "$RUN/dpkg-upgrade.log" >&2; fail "dpkg -i of the upgrade"; }
+t_up=$(date +%s)
+[ "$(inside dpkg-query -W -f='${Version}' ksmtuned2)" = "$VERSION+e2e1" ] || fail "not upgraded"
+main=$(inside systemctl show -P MainPID ksmtuned2)
+[ "$(inside systemctl is-active ksmtuned2)" = active ] && [ "$main" != "$old_main" ] ||
+        fail "the upgrade did not restart ksmtuned2 (pid $old_main, now $main)"
+invocation=$(inside systemctl show -P InvocationID ksmtuned2)
+journal | grep -q "^RestoreKnobsOnExit=no: leaving KSM knobs as they are" || fail "the old instance restored the knobs"
+for _ in $(seq 100); do
+        journal_now | grep -q "^Found [0-9]* knob value(s) saved by an earlier instance in /run/ksmtuned2/saved-knobs" && break
+        sleep 0.1
+done
+journal_now | grep -q "^Found [0-9]* knob value(s) saved by an earlier instance in /run/ksmtuned2/saved-knobs" ||
+        fail "the upgraded instance did not find the knob journal: $(journal_now | head -5)"
+[ "$(inside cat $CONF | grep -c RestoreKnobsOnExit=no)" = 1 ] || fail "the upgrade replaced the modified conffile $CONF"
+write_conf $mps2
+reload_and_wait
+echo "upgrade to $VERSION+e2e1 ($((t_up - t_up0)) s): restarted (pid $old_main -> $main), the knob journal carried over, $CONF kept"
+
 # 8. stop restores the knobs, and nothing was refused by the filter.
 inside systemctl stop ksmtuned2 || fail "systemctl stop"
 [ "$(inside systemctl is-active ksmtuned2)" != active ] || fail "still active after stop"
@@ -391,6 +497,42 @@ fi
 [ "$(inside systemctl is-active ksmtuned2)" != active ] || fail "a disabled ksmtuned2 was started"
 [ "$before" = "$(ksm_guard_knobs_now)" ] || fail "knobs not restored after the activated instance"
 echo "bus activation: starts the enabled unit, not the disabled one"
+
+# 10. The other KSM tuners (stand-ins with their unit names): starting one
+# stops ksmtuned2, starting ksmtuned2 stops it.
+for other in ksm uksmd; do
+        inside sh -c "printf '[Service]\nExecStart=/bin/sleep infinity\n' > /etc/systemd/system/$other.service"
+done
+inside systemctl daemon-reload
+for other in ksm uksmd; do
+        inside systemctl start ksmtuned2 || fail "start ksmtuned2 beside $other"
+        inside systemctl start $other || fail "start $other"
+        [ "$(inside systemctl is-active ksmtuned2)" != active ] || fail "$other.service did not stop ksmtuned2"
+        [ "$before" = "$(ksm_guard_knobs_now)" ] || fail "knobs not restored when $other.service stopped ksmtuned2"
+        inside systemctl start ksmtuned2 || fail "start ksmtuned2 after $other"
+        [ "$(inside systemctl is-active $other)" != active ] || fail "ksmtuned2 did not stop $other.service"
+done
+echo "conflicts: ksm.service and uksmd.service stop ksmtuned2 and are stopped by it"
+
+# 11. Purge, of a running, enabled daemon: stopped (knobs restored), and the
+# unit and its links, the configuration, the runtime directory and the
+# generator's drop-in are gone.
+inside systemctl enable --now ksmtuned2 >/dev/null 2>&1 || fail "enable --now before purge"
+inside rm "$POLICY_DIR/40-e2e.policy"
+t_purge0=$(date +%s)
+inside dpkg --purge ksmctl ksmtuned2 </dev/null >"$RUN/dpkg-purge.log" 2>&1 ||
+        { cat "$RUN/dpkg-purge.log" >&2; fail "dpkg --purge"; }
+t_purge=$(date +%s)
+[ "$(inside systemctl is-active ksmtuned2)" != active ] || fail "still active after purge"
+[ "$before" = "$(ksm_guard_knobs_now)" ] || fail "knobs not restored by the purge"
+inside systemctl daemon-reload
+for f in /etc/ksmtuned2 /run/ksmtuned2 /lib/systemd/system/ksmtuned2.service /usr/sbin/ksmtuned2 /usr/bin/ksmctl \
+         /etc/systemd/system/multi-user.target.wants/ksmtuned2.service /etc/systemd/system/dbus-org.ksmtuned2.service \
+         /lib/systemd/system-generators/ksmtuned2-generator /run/systemd/generator/ksmtuned2.service.d; do
+        inside test -e $f -o -L $f && fail "purge left $f"
+done
+inside dpkg-query -W -f='${Status}' ksmtuned2 2>/dev/null | grep -q ' installed$' && fail "ksmtuned2 still installed"
+echo "purge ($((t_purge - t_purge0)) s): stopped, knobs restored, nothing left"
 t_end=$(date +%s)
-echo "durations: tree $((t_tree - t_start)) s, boot $((t_boot - t_boot0)) s, lock wait $((t_lock - t_lock0)) s," \
-     "whole test $((t_end - t_start)) s"
+echo "durations: tree and packages $((t_tree - t_start)) s, boot $((t_boot - t_boot0)) s, lock wait $((t_lock - t_lock0)) s," \
+     "dpkg -i $((t_inst - t_inst0)) s, upgrade $((t_up - t_up0)) s, purge $((t_purge - t_purge0)) s, whole test $((t_end - t_start)) s"
