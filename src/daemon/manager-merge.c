@@ -24,8 +24,11 @@ int manager_merge_start(Manager *m) {
         return 0;
 }
 
-static void note_outcome(const ProcessTable *t, DecisionLog *log, const MergeOutcome *o) {
+static void note_outcome(Manager *m, const MergeOutcome *o) {
+        const ProcessTable *t = manager_processes(m);
         Process *p = t ? process_table_get(t, o->pid) : NULL;
+
+        m->actions[o->action][o->used][o->kind]++;
         if (p && p->start_time_ticks == o->start_time_ticks) {
                 strscpy(p->merge_outcome, sizeof p->merge_outcome, o->text);
                 p->merge_outcome_kind = (int) o->kind;
@@ -36,8 +39,8 @@ static void note_outcome(const ProcessTable *t, DecisionLog *log, const MergeOut
         const char *comm = p ? p->comm : "?";
         if (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_REFUSED || o->kind == MERGE_OUTCOME_FAILED ||
             o->kind == MERGE_OUTCOME_UNSUPPORTED) {
-                const Decision *d = decision_log_add(log, "merge", "pid %d (%s): %s (%s)", o->pid, comm, o->text,
-                                                     o->reason);
+                const Decision *d = decision_log_add(&m->decisions, "merge", "pid %d (%s): %s (%s)", o->pid, comm,
+                                                     o->text, o->reason);
                 log_full(o->kind == MERGE_OUTCOME_DONE ? LOG_INFO : LOG_NOTICE, "%s", d->text);
         } else if (o->kind == MERGE_OUTCOME_DRY_RUN)
                 log_info("pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
@@ -47,9 +50,8 @@ static void note_outcome(const ProcessTable *t, DecisionLog *log, const MergeOut
 
 /* Outcomes go into the processes they name and the decision log. */
 static void take_outcomes(Manager *m, MergeReport *r) {
-        const ProcessTable *t = manager_processes(m);
         for (size_t i = 0; i < r->n; i++)
-                note_outcome(t, &m->decisions, &r->outcomes[i]);
+                note_outcome(m, &r->outcomes[i]);
         merge_report_done(r);
 }
 

@@ -192,6 +192,7 @@ int manager_tick(Manager *m) {
         }
         m->snapshot = s;
         m->tick_count++;
+        ksmd_wait_counts_add(&m->ksmd_samples, &s.ksmd_waits);
 
         /* Sample ksmd's state only while it scans (an idle host costs
          * nothing), and at full rate only while it scans hard. */
