@@ -205,6 +205,37 @@ static void assert_families(const char *text) {
         }
 }
 
+/* Whether the manual page names the family: the name, then no more of a name. */
+static bool page_names(const char *page, const char *name) {
+        size_t n = strlen(name);
+        for (const char *p = page; (p = strstr(p, name)); p++)
+                if (p[n] == 0 || !strchr("abcdefghijklmnopqrstuvwxyz0123456789_", p[n]))
+                        return true;
+        return false;
+}
+
+/* Every family the file has is listed in ksmtuned2.metrics(7). */
+static void assert_documented(const char *text) {
+        const char *src = getenv("SOURCE_ROOT");
+        char path[1024], page[1 << 16];
+        FILE *f;
+
+        assert_non_null(src);
+        snprintf(path, sizeof path, "%s/man/ksmtuned2.metrics.7", src);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        size_t n = fread(page, 1, sizeof page - 1, f);
+        fclose(f);
+        assert_true(n > 0 && n < sizeof page - 1);
+        page[n] = 0;
+        for (const char *l = text; (l = strstr(l, "# TYPE ")); l++) {
+                char name[128];
+                assert_int_equal(sscanf(l, "# TYPE %127s", name), 1);
+                if (!page_names(page, name))
+                        fail_msg("%s does not list %s", path, name);
+        }
+}
+
 static void test_format(void **state) {
         _cleanup_free_ char *text = format_fleet(METRICS_MAX_GROUP_SERIES);
 
@@ -245,6 +276,7 @@ static void test_format(void **state) {
         assert_null(strstr(text, "machine-"));
         assert_null(strstr(text, "x2d"));
         assert_families(text);
+        assert_documented(text);
 
         const char *promtool = getenv("PROMTOOL");
         if (isempty(promtool)) {
