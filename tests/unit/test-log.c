@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The journal fields of a structured log entry, as the journal gets them;
- * standard error gets the message alone. */
+ * standard error gets the message alone; and every MESSAGE_ID of
+ * log-messages.h is a distinct 128-bit id that ksmtuned2(8) lists. */
+#include <ctype.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,13 +12,15 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fileio.h"
+#include "log-messages.h"
 #include "log.h"
 #include "util.h"
 
 static void test_fields_all(void **state) {
         char f[LOG_FIELDS_MAX][LOG_FIELD_SIZE];
         const LogFields all = {
-                .message_id = "758e04b8c3ce49ab8dee28513ebcb33b",
+                .message_id = KSMTUNED2_MESSAGE_PROCESS_EXCLUDED,
                 .pid = 812,
                 .unit = "machine-qemu\\x2d3\\x2dweb01.scope",
                 .vm = "web01",
@@ -30,7 +34,7 @@ static void test_fields_all(void **state) {
                 .value = "100",
         };
         static const char *const want[] = {
-                "MESSAGE_ID=758e04b8c3ce49ab8dee28513ebcb33b",
+                "MESSAGE_ID=" KSMTUNED2_MESSAGE_PROCESS_EXCLUDED,
                 "KSMTUNED2_PID=812",
                 "OBJECT_PID=812",
                 "KSMTUNED2_UNIT=machine-qemu\\x2d3\\x2dweb01.scope",
@@ -80,7 +84,7 @@ static void test_stderr_drops_fields(void **state) {
         assert_true(dup2(fd, STDERR_FILENO) >= 0);
         errno = EBADF;
         int r = log_struct_errno(LOG_NOTICE, -EPERM,
-                                 LOG_FIELDS(.message_id = "609d246e889e4e79b1295dc37a5af02c", .pid = 812,
+                                 LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_PROCESS_NOT_CHANGED, .pid = 812,
                                             .action = "enable", .outcome = "failed"),
                                  "pid %d: %m", 812);
         /* below the level: not printed, the same return */
@@ -102,11 +106,48 @@ static void test_stderr_drops_fields(void **state) {
         assert_string_equal(out, want);
 }
 
+static bool is_id128(const char *s) {
+        for (size_t i = 0; i < 32; i++)
+                if (!isxdigit((unsigned char) s[i]) || isupper((unsigned char) s[i]))
+                        return false;
+        return s[32] == '"';
+}
+
+static void test_message_ids(void **state) {
+        _cleanup_free_ char *header = NULL, *page = NULL;
+        const char *src = getenv("SOURCE_ROOT");
+        char path[1024], seen[32][33];
+        size_t n = 0;
+
+        assert_non_null(src);
+        snprintf(path, sizeof path, "%s/include/shared/log-messages.h", src);
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &header, NULL), 0);
+        snprintf(path, sizeof path, "%s/man/ksmtuned2.8", src);
+        assert_int_equal(read_full_file_at(AT_FDCWD, path, 1 << 20, &page, NULL), 0);
+
+        for (const char *l = header; (l = strstr(l, "\n#define KSMTUNED2_MESSAGE_")); l++) {
+                const char *q = strchr(l + 1, '"');
+                assert_non_null(q);
+                if (!is_id128(q + 1))
+                        fail_msg("not a 128-bit id in lower-case hex: %.60s", l + 1);
+                assert_true(n < ELEMENTSOF(seen));
+                snprintf(seen[n], sizeof seen[n], "%.32s", q + 1);
+                for (size_t i = 0; i < n; i++)
+                        if (streq(seen[i], seen[n]))
+                                fail_msg("%s is used twice", seen[n]);
+                if (!strstr(page, seen[n]))
+                        fail_msg("ksmtuned2(8) does not list MESSAGE_ID=%s", seen[n]);
+                n++;
+        }
+        assert_true(n >= 10);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fields_all),
                 cmocka_unit_test(test_fields_some),
                 cmocka_unit_test(test_stderr_drops_fields),
+                cmocka_unit_test(test_message_ids),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
