@@ -5,6 +5,10 @@
 #include <string.h>
 #include <sys/uio.h>
 
+/* Without it sd_journal_sendv() is a macro that appends its own CODE_FILE=,
+ * CODE_LINE= and CODE_FUNC= (log.c, log_dispatch) after the caller's: every
+ * entry had two of each. */
+#define SD_JOURNAL_SUPPRESS_LOCATION
 #include <systemd/sd-journal.h>
 
 #include "log.h"
