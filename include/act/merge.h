@@ -166,6 +166,9 @@ bool merge_worker_busy(MergeWorker *w);
 /* Moves the finished batch's outcomes into ret (appending). Returns 1 when
  * there was one, 0 when none is ready. */
 int merge_worker_take(MergeWorker *w, MergeReport *ret);
+/* Waits until the queued and running actions are done (as stopping would),
+ * then takes their outcomes like merge_worker_take(). */
+int merge_worker_drain(MergeWorker *w, MergeReport *ret);
 /* Changes dry_run / inject_seccomp for later batches (reload). */
 void merge_worker_set_options(MergeWorker *w, bool dry_run, bool inject_seccomp);
 /* Waits for the running batch, then, with UnmergeOnExit=yes, disables what

@@ -643,9 +643,8 @@ bool merge_worker_busy(MergeWorker *w) {
         return b;
 }
 
-int merge_worker_take(MergeWorker *w, MergeReport *ret) {
+static int take_locked(MergeWorker *w, MergeReport *ret) {
         int r = 0;
-        pthread_mutex_lock(&w->lock);
         if (w->have_done) {
                 for (size_t i = 0; i < w->done.n && r >= 0; i++)
                         r = report_push(ret, &w->done.outcomes[i]);
@@ -654,6 +653,12 @@ int merge_worker_take(MergeWorker *w, MergeReport *ret) {
                 if (r >= 0)
                         r = 1;
         }
+        return r;
+}
+
+int merge_worker_take(MergeWorker *w, MergeReport *ret) {
+        pthread_mutex_lock(&w->lock);
+        int r = take_locked(w, ret);
         pthread_mutex_unlock(&w->lock);
         return r;
 }
@@ -668,6 +673,14 @@ void merge_worker_set_options(MergeWorker *w, bool dry_run, bool inject_seccomp)
 static void wait_idle_locked(MergeWorker *w) {
         while (w->running || w->have_pending)
                 pthread_cond_wait(&w->cond, &w->lock);
+}
+
+int merge_worker_drain(MergeWorker *w, MergeReport *ret) {
+        pthread_mutex_lock(&w->lock);
+        wait_idle_locked(w);
+        int r = take_locked(w, ret);
+        pthread_mutex_unlock(&w->lock);
+        return r;
 }
 
 int merge_worker_unmerge_all(MergeWorker *w, MergeReport *ret) {

@@ -162,19 +162,20 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
 }
 
 void manager_merge_stop(Manager *m) {
+        MergeReport r = {};
+
         if (!m->merge)
                 return;
+        /* The worker finishes what it has (it never leaves a tracee
+         * behind); what it did since the last tick is news like any other
+         * outcome, also when the stop comes before that tick. */
+        if (merge_worker_drain(m->merge, &r) < 0)
+                log_oom();
         if (m->config.unmerge_on_exit && !manager_dry_run(m)) {
-                MergeReport r = {};
                 log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
                 if (merge_worker_unmerge_all(m->merge, &r) < 0)
                         log_oom();
-                take_outcomes(m, &r);
-        } else {
-                /* Only wait for a running batch: never leave a tracee behind. */
-                MergeReport r = {};
-                (void) merge_worker_take(m->merge, &r);
-                merge_report_done(&r);
         }
+        take_outcomes(m, &r);
         m->merge = merge_worker_stop(m->merge);
 }
