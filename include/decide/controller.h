@@ -50,7 +50,8 @@ const char *tune_mode_to_string(TuneMode m);
 #define CONTROLLER_MAX_EXCLUSIONS 32
 
 typedef struct ControllerDecision {
-        char kind[32];
+        char kind[32];                  /* tuning, advisor, exclude, readmit */
+        int pid;                        /* the process excluded or readmitted; 0 for the others */
         char text[DECISION_TEXT_MAX];
 } ControllerDecision;
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* What ksmd is doing at one instant. */
@@ -34,6 +35,12 @@ typedef struct KsmdWaitCounts {
         uint64_t samples;
         uint64_t by_wait[_KSMD_WAIT_MAX];
 } KsmdWaitCounts;
+
+static inline void ksmd_wait_counts_add(KsmdWaitCounts *sum, const KsmdWaitCounts *c) {
+        sum->samples += c->samples;
+        for (size_t w = 0; w < _KSMD_WAIT_MAX; w++)
+                sum->by_wait[w] += c->by_wait[w];
+}
 
 static inline double ksmd_wait_fraction(const KsmdWaitCounts *c, KsmdWait w) {
         return c->samples ? (double) c->by_wait[w] / (double) c->samples : 0.0;

@@ -29,7 +29,11 @@ static inline bool knob_plan_has(const KnobPlan *p, KsmKey k) {
 typedef enum MergeAction {
         MERGE_ACTION_ENABLE,
         MERGE_ACTION_DISABLE,
+        _MERGE_ACTION_MAX,
 } MergeAction;
+
+/* "enable", "disable": in outcome texts, metrics labels and journal fields. */
+const char *merge_action_to_string(MergeAction a);
 
 typedef struct ProcessAction {
         int pid;

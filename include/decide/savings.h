@@ -38,6 +38,34 @@ int savings_sorted_processes(const ProcessTable *t, const Process ***ret, size_t
 int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret);
 void savings_table_done(SavingsTable *s);
 
+/* The same sums under names that outlive a restart, for the metrics file:
+ * per VM or container by its name, per systemd unit for the processes in no
+ * VM, so that every process counts once. Not by cgroup path: machined's
+ * scope of a VM carries a run id ("machine-qemu\x2d3\x2dweb01.scope"; the
+ * 3 changes at every start of the VM), and a label that changes starts a
+ * new series. */
+typedef enum SavingsKey {
+        SAVINGS_BY_VM,                  /* the cgroups with a vm_name, by it */
+        SAVINGS_BY_UNIT,                /* the others, by unit */
+} SavingsKey;
+
+typedef struct SavingsGroup {
+        const char *name;               /* borrowed from the table; NULL: in no unit */
+        unsigned processes;
+        uint64_t merging_pages;
+        int64_t profit_bytes;
+} SavingsGroup;
+
+typedef struct SavingsGroups {
+        SavingsGroup *items;
+        size_t n;
+} SavingsGroups;
+
+/* The cgroups of c summed by key, largest first (merging pages, then
+ * profit, then name). -ENOMEM. */
+int savings_group(const SavingsTable *c, SavingsKey key, SavingsGroups *ret);
+void savings_groups_done(SavingsGroups *g);
+
 static inline int64_t process_profit_bytes(const Process *p) {
         return p->ksm_stat_valid ? p->ksm_stat.process_profit : 0;
 }

@@ -42,3 +42,40 @@ int log_internal(int level, int error, const char *file, int line, const char *f
 #define log_error_errno(e, ...) log_full_errno(LOG_ERR, (e), __VA_ARGS__)
 
 #define log_oom() log_error_errno(-ENOMEM, "Out of memory.")
+
+/* What an entry is about, as journal fields beside MESSAGE=, so that
+ * `journalctl KSMTUNED2_ACTION=exclude` finds the exclusions (ksmtuned2(8),
+ * JOURNAL FIELDS). NULL and 0 members are left out; on standard error only
+ * the message is printed. */
+typedef struct LogFields {
+        const char *message_id;         /* MESSAGE_ID=, one of log-messages.h */
+        int pid;                        /* KSMTUNED2_PID=, and OBJECT_PID= for journald's OBJECT_* fields */
+        const char *unit;               /* KSMTUNED2_UNIT= */
+        const char *vm;                 /* KSMTUNED2_VM= */
+        const char *decision;           /* KSMTUNED2_DECISION=: the decision log's kind */
+        const char *action;             /* KSMTUNED2_ACTION=: enable, disable, exclude, readmit, set */
+        const char *method;             /* KSMTUNED2_METHOD= */
+        const char *outcome;            /* KSMTUNED2_OUTCOME= */
+        const char *verdict;            /* KSMTUNED2_VERDICT= */
+        const char *policy;             /* KSMTUNED2_POLICY=: file:line */
+        const char *knob;               /* KSMTUNED2_KNOB= */
+        const char *value;              /* KSMTUNED2_VALUE= */
+} LogFields;
+
+#define LOG_FIELDS_MAX 13
+#define LOG_FIELD_SIZE 320
+
+/* The fields of f as "NAME=value" into ret, in the order above, each cut
+ * at LOG_FIELD_SIZE - 1 bytes; returns how many. Values are kept as they
+ * are, newlines included (the journal's native protocol carries them). */
+size_t log_fields_format(const LogFields *f, char ret[LOG_FIELDS_MAX][LOG_FIELD_SIZE]);
+
+/* log_internal() with fields. */
+int log_struct_internal(int level, int error, const char *file, int line, const char *func, const LogFields *fields,
+                        const char *fmt, ...) _printf_(7, 8);
+
+/* log_struct(LOG_INFO, LOG_FIELDS(.message_id = ..., .pid = pid), "format", ...) */
+#define LOG_FIELDS(...) (&(const LogFields) { __VA_ARGS__ })
+#define log_struct_errno(level, error, fields, ...) \
+        log_struct_internal((level), (error), __FILE__, __LINE__, __func__, (fields), __VA_ARGS__)
+#define log_struct(level, fields, ...) log_struct_errno((level), 0, (fields), __VA_ARGS__)

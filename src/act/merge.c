@@ -72,10 +72,6 @@ static void set_text(MergeOutcome *o, const char *fmt, ...) {
         va_end(ap);
 }
 
-static const char *verb(MergeAction a) {
-        return a == MERGE_ACTION_ENABLE ? "enable" : "disable";
-}
-
 /* Why a method cannot be used on this kernel, or NULL when it can. */
 static const char *method_unavailable(const MergeContext *c, MergeMethod m, int *ret_errno) {
         *ret_errno = EOPNOTSUPP;
@@ -326,10 +322,10 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         o->kind = MERGE_OUTCOME_DONE;
         o->error = 0;
         if (m == MERGE_METHOD_INJECT)
-                set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)", name, verb(a->action), stats.tid,
-                         stats.pause_usec);
+                set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)", name,
+                         merge_action_to_string(a->action), stats.tid, stats.pause_usec);
         else
-                set_text(o, "method %s: %sd", name, verb(a->action));
+                set_text(o, "method %s: %sd", name, merge_action_to_string(a->action));
         return 0;
 }
 
@@ -414,7 +410,8 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 if (c->dry_run) {
                         o->used = chain[i];
                         o->kind = MERGE_OUTCOME_DRY_RUN;
-                        set_text(o, "[dry-run] would %s merging with method %s", verb(a->action), name);
+                        set_text(o, "[dry-run] would %s merging with method %s",
+                                 merge_action_to_string(a->action), name);
                         return 0;
                 }
                 any_tried = true;
@@ -432,7 +429,7 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
         if (!any_tried) {
                 o->kind = MERGE_OUTCOME_UNSUPPORTED;
                 o->error = EOPNOTSUPP;
-                set_text(o, "no method this kernel offers can %s merging for it", verb(a->action));
+                set_text(o, "no method this kernel offers can %s merging for it", merge_action_to_string(a->action));
                 return 0;
         }
         if (tried[0] && o->kind == MERGE_OUTCOME_DONE) {
@@ -498,7 +495,7 @@ int merge_apply(const MergeContext *c, const ProcessAction *a, size_t n, MergeRe
                 if (r < 0)
                         return r;
                 /* The caller decides what is worth more than debug. */
-                log_debug("pid %d: %s merging (%s): %s", o.pid, verb(o.action),
+                log_debug("pid %d: %s merging (%s): %s", o.pid, merge_action_to_string(o.action),
                           a[i].reason[0] ? a[i].reason : "no reason given", o.text);
         }
         return 0;

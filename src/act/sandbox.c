@@ -23,6 +23,7 @@
 #endif
 
 #include "fileio.h"
+#include "log-messages.h"
 #include "log.h"
 #include "sandbox.h"
 #include "util.h"
@@ -396,9 +397,10 @@ int sandbox_apply(const SandboxNeeds *needs) {
         r = sandbox_load_seccomp(needs, fatal);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the seccomp filter: %m");
-        log_info("Sandbox: kept capabilities %s, dropped all others; seccomp allow-list of %u system calls "
-                 "(and some with argument checks) loaded; others fail with EPERM%s.",
-                 isempty(kept) ? "(none)" : kept, sandbox_allow_list_size(),
-                 fatal ? ", fatal for tests" : " and are logged");
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_SANDBOX_APPLIED),
+                   "Sandbox: kept capabilities %s, dropped all others; seccomp allow-list of %u system calls "
+                   "(and some with argument checks) loaded; others fail with EPERM%s.",
+                   isempty(kept) ? "(none)" : kept, sandbox_allow_list_size(),
+                   fatal ? ", fatal for tests" : " and are logged");
         return 0;
 }

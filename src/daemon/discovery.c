@@ -192,11 +192,16 @@ static void announce_verdict(Discovery *d, Process *p) {
         p->verdict_logged = true;
         const char *comm = CESCAPE(p->comm, CESCAPE_ASCII);
         const Verdict *v = &p->verdict;
-        log_info("pid %d (%s): %s by %s:%u: %s", p->pid, comm, verdict_action_to_string(v->action),
-                 v->policy_file, v->policy_line, v->reason);
+        char policy[VERDICT_POLICY_MAX + 16];
+        snprintf(policy, sizeof policy, "%s:%u", v->policy_file, v->policy_line);
+        log_struct(LOG_INFO,
+                   LOG_FIELDS(.pid = p->pid, .unit = p->unit, .vm = p->vm_name, .decision = "policy",
+                              .verdict = verdict_action_to_string(v->action),
+                              .method = merge_method_to_string(v->method), .policy = policy),
+                   "pid %d (%s): %s by %s: %s", p->pid, comm, verdict_action_to_string(v->action), policy, v->reason);
         if (d->opts.decisions)
-                decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s:%u: %s", p->pid, comm,
-                                 verdict_action_to_string(v->action), v->policy_file, v->policy_line, v->reason);
+                decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s: %s", p->pid, comm,
+                                 verdict_action_to_string(v->action), policy, v->reason);
 }
 
 /* Reads the facts of pid into the table and classifies it. 0 when the

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "log-messages.h"
 #include "log.h"
 #include "manager-merge.h"
 #include "merge.h"
@@ -25,9 +26,30 @@ int manager_merge_start(Manager *m) {
         return 0;
 }
 
-static void note_outcome(const ProcessTable *t, DecisionLog *log, const MergeOutcome *o) {
+/* The MESSAGE_ID of an outcome that is news: a change, or a change that was
+ * not made. NULL for already, dry-run, skipped and gone. */
+static const char *outcome_message_id(const MergeOutcome *o) {
+        switch (o->kind) {
+        case MERGE_OUTCOME_DONE:
+                return o->action == MERGE_ACTION_ENABLE ? KSMTUNED2_MESSAGE_PROCESS_ENABLED
+                                                        : KSMTUNED2_MESSAGE_PROCESS_DISABLED;
+        case MERGE_OUTCOME_REFUSED:
+        case MERGE_OUTCOME_FAILED:
+        case MERGE_OUTCOME_UNSUPPORTED:
+                return KSMTUNED2_MESSAGE_PROCESS_NOT_CHANGED;
+        default:
+                return NULL;
+        }
+}
+
+static void note_outcome(Manager *m, const MergeOutcome *o) {
+        const ProcessTable *t = manager_processes(m);
         Process *p = t ? process_table_get(t, o->pid) : NULL;
-        if (p && p->start_time_ticks == o->start_time_ticks) {
+
+        if (p && p->start_time_ticks != o->start_time_ticks)
+                p = NULL; /* another process under the same pid: not its comm, unit or VM */
+        m->actions[o->action][o->used][o->kind]++;
+        if (p) {
                 strscpy(p->merge_outcome, sizeof p->merge_outcome, o->text);
                 p->merge_outcome_kind = (int) o->kind;
                 p->merge_outcome_usec = o->time_usec;
@@ -41,22 +63,31 @@ static void note_outcome(const ProcessTable *t, DecisionLog *log, const MergeOut
         /* Changes and refusals are decisions worth showing; "already" and
          * dry-run lines are not news. */
         const char *comm = p ? p->comm : "?";
-        if (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_REFUSED || o->kind == MERGE_OUTCOME_FAILED ||
-            o->kind == MERGE_OUTCOME_UNSUPPORTED) {
-                const Decision *d = decision_log_add(log, "merge", "pid %d (%s): %s (%s)", o->pid, comm, o->text,
-                                                     o->reason);
-                log_full(o->kind == MERGE_OUTCOME_DONE ? LOG_INFO : LOG_NOTICE, "%s", d->text);
-        } else if (o->kind == MERGE_OUTCOME_DRY_RUN)
-                log_info("pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
-        else
-                log_debug("pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
+        const char *id = outcome_message_id(o);
+        LogFields fields = {
+                .message_id = id,
+                .pid = o->pid,
+                .unit = p ? p->unit : NULL,
+                .vm = p ? p->vm_name : NULL,
+                .decision = id ? "merge" : NULL,
+                .action = merge_action_to_string(o->action),
+                .method = merge_method_to_string(o->used),
+                .outcome = merge_outcome_kind_to_string(o->kind),
+        };
+        if (id) {
+                const Decision *d = decision_log_add(&m->decisions, "merge", "pid %d (%s): %s (%s)", o->pid, comm,
+                                                     o->text, o->reason);
+                log_struct_errno(o->kind == MERGE_OUTCOME_DONE ? LOG_INFO : LOG_NOTICE, o->error, &fields, "%s",
+                                 d->text);
+        } else
+                log_struct_errno(o->kind == MERGE_OUTCOME_DRY_RUN ? LOG_INFO : LOG_DEBUG, o->error, &fields,
+                                 "pid %d (%s): %s (%s)", o->pid, comm, o->text, o->reason);
 }
 
 /* Outcomes go into the processes they name and the decision log. */
 static void take_outcomes(Manager *m, MergeReport *r) {
-        const ProcessTable *t = manager_processes(m);
         for (size_t i = 0; i < r->n; i++)
-                note_outcome(t, &m->decisions, &r->outcomes[i]);
+                note_outcome(m, &r->outcomes[i]);
         merge_report_done(r);
 }
 
@@ -86,8 +117,9 @@ bool manager_merge_policy_allows(const ProcessTable *t, ProcessAction *a, bool f
         if (why) {
                 /* the controller logged its decision: say that it was not
                  * carried out, and why */
-                log_full(from_controller ? LOG_NOTICE : LOG_DEBUG, "pid %d: %s; not done: %s.", a->pid, a->reason,
-                         why);
+                log_struct(from_controller ? LOG_NOTICE : LOG_DEBUG,
+                           LOG_FIELDS(.pid = a->pid, .action = merge_action_to_string(a->action)),
+                           "pid %d: %s; not done: %s.", a->pid, a->reason, why);
                 return false;
         }
         if (a->method == MERGE_METHOD_ANY)
@@ -142,10 +174,14 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
 #define MERGE_STOP_USEC (2 * USEC_PER_SEC)
 
 void manager_merge_stop(Manager *m) {
+        MergeReport r = {};
+
         if (!m->merge)
                 return;
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + MERGE_STOP_USEC;
-        MergeReport r = {};
+        /* What the worker did since the last tick is news like any other
+         * outcome, also when the stop comes before that tick: taken (a
+         * running injection gives up by the deadline) and recorded. */
         if (m->config.unmerge_on_exit && !manager_dry_run(m)) {
                 log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
                 int k = merge_worker_unmerge_all(m->merge, deadline, &r);

@@ -32,6 +32,7 @@ bool manager_merge_policy_allows(const ProcessTable *t, ProcessAction *a, bool f
  * manager_merge_policy_allows() lets through, appended to ret (narrowed).
  * -ENOMEM. */
 int manager_merge_select(const ProcessTable *t, const Plan *discovery, const Plan *controller, Plan *ret);
-/* At stop: with UnmergeOnExit=yes, disables what this daemon enabled (and
- * nothing else), then stops the worker. */
+/* At stop: lets the worker finish, takes its outcomes like a tick would,
+ * with UnmergeOnExit=yes disables what this daemon enabled (and nothing
+ * else), then stops the worker. */
 void manager_merge_stop(Manager *m);

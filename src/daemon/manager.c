@@ -8,6 +8,7 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "log-messages.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "manager-history.h"
@@ -17,12 +18,12 @@
 #include "sandbox.h"
 #include "util.h"
 
-static void log_config_files(const Manager *m, const char *what) {
+static void log_config_files(const Manager *m, const char *what, const char *message_id) {
         _cleanup_free_ char *list = strv_join(m->config_files, ", ");
         if (strv_length(m->config_files) == 0)
-                log_info("%s: no file, built-in defaults.", what);
+                log_struct(LOG_INFO, LOG_FIELDS(.message_id = message_id), "%s: no file, built-in defaults.", what);
         else
-                log_info("%s: %s.", what, strna(list));
+                log_struct(LOG_INFO, LOG_FIELDS(.message_id = message_id), "%s: %s.", what, strna(list));
 }
 
 int manager_new(const ManagerOptions *o, Manager **ret) {
@@ -48,7 +49,7 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read the configuration (see above): %m");
         log_set_max_level(m->config.log_level);
-        log_config_files(m, "Configuration");
+        log_config_files(m, "Configuration", NULL);
         (void) manager_set_mode(m, m->config.mode, "by Mode= of the configuration");
 
         r = root_open(o->root_prefix, &m->root);
@@ -132,7 +133,10 @@ static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
                 if (r < 0) {
                         /* A refused write is an outcome; say it once per distinct errno. */
                         if (m->last_knob_error[k] != r)
-                                log_warning_errno(r, "Kernel refused %s=%s: %m", ksm_key_to_string(k), v);
+                                log_struct_errno(LOG_WARNING, r,
+                                                 LOG_FIELDS(.action = "set", .knob = ksm_key_to_string(k), .value = v,
+                                                            .outcome = "failed"),
+                                                 "Kernel refused %s=%s: %m", ksm_key_to_string(k), v);
                         m->last_knob_error[k] = r;
                         continue;
                 }
@@ -149,8 +153,11 @@ static void apply_knob_plan(Manager *m, const KnobPlan *plan) {
                 } else if (r == 0)
                         m->dry_run_said_mask &= ~(UINT64_C(1) << k);
                 if (r > 0) {
-                        log_info("%s%s=%s (was %" PRIu64 ")", manager_dry_run(m) ? "[dry-run] would set " : "set ",
-                                 ksm_key_to_string(k), v, m->snapshot.ksm.value[k]);
+                        log_struct(LOG_INFO,
+                                   LOG_FIELDS(.action = "set", .knob = ksm_key_to_string(k), .value = v,
+                                              .outcome = manager_dry_run(m) ? "dry-run" : "done"),
+                                   "%s%s=%s (was %" PRIu64 ")", manager_dry_run(m) ? "[dry-run] would set " : "set ",
+                                   ksm_key_to_string(k), v, m->snapshot.ksm.value[k]);
                         if (!manager_dry_run(m))
                                 m->snapshot.ksm.value[k] = plan->value[k];
                 }
@@ -229,6 +236,7 @@ int manager_tick(Manager *m) {
         m->tick_count++;
         if (s.ksm_present)
                 notice_foreign_knobs(m);
+        ksmd_wait_counts_add(&m->ksmd_samples, &s.ksmd_waits);
 
         /* Sample ksmd's state only while it scans (an idle host costs
          * nothing), and at full rate only while it scans hard. */
@@ -310,7 +318,8 @@ static void manager_wake(void *userdata) {
 
 void manager_note_request(Manager *m, const char *origin, const char *what) {
         const Decision *d = decision_log_add(&m->decisions, "admin", "%s (requested %s)", what, origin);
-        log_notice("%s", d->text);
+        log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_ADMIN_REQUEST, .decision = d->kind), "%s",
+                   d->text);
 }
 
 int manager_set_paused(Manager *m, bool paused, const char *origin) {
@@ -360,11 +369,10 @@ int manager_reload(Manager *m) {
         (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64, now_usec(CLOCK_MONOTONIC));
         r = config_load_logged(&c, m->config_explicit ? m->config_path : NULL, &files, /* diag_stream= */ NULL);
         if (r < 0) {
-                if (r == -EBADMSG)
-                        log_error("Reloading the configuration failed: it cannot be parsed (see above); "
-                                  "keeping the running one.");
-                else
-                        log_error_errno(r, "Reloading the configuration failed (%m), keeping the running one.");
+                log_struct_errno(LOG_ERR, r, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_RELOAD_FAILED),
+                                 r == -EBADMSG ? "Reloading the configuration failed: it cannot be parsed (see above); "
+                                                 "keeping the running one."
+                                               : "Reloading the configuration failed (%m), keeping the running one.");
                 config_done(&c);
         } else {
                 config_done(&m->config);
@@ -375,7 +383,7 @@ int manager_reload(Manager *m) {
                 m->knobs.override_foreign = m->config.foreign_knob_writes == FOREIGN_KNOB_WRITES_OVERRIDE;
                 knob_journal_forget_foreign(&m->knobs);
                 manager_request_tick(m);
-                log_config_files(m, "Reloaded configuration");
+                log_config_files(m, "Reloaded configuration", KSMTUNED2_MESSAGE_RELOADED);
                 /* The file is what the administrator wants from now on: a
                  * SetMode since the last reload gives way to it. */
                 (void) manager_set_mode(m, m->config.mode, "by Mode= of the reloaded configuration");
@@ -406,7 +414,8 @@ static int on_sigusr1(sd_event_source *s, const struct signalfd_siginfo *si, voi
 
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
-        log_info("Received %s, stopping.", strsignal((int) si->ssi_signo));
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_STOPPING), "Received %s, stopping.",
+                   strsignal((int) si->ssi_signo));
         return sd_event_exit(m->event, 0);
 }
 
@@ -422,7 +431,8 @@ int manager_start_stages(Manager *m) {
         if (r < 0)
                 return log_error_errno(r, "Kernel feature probe failed: %m");
         summary = probe_summary(&m->probe);
-        log_info("ksmtuned2 %s starting; %s", PACKAGE_VERSION, strna(summary));
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_STARTED), "ksmtuned2 %s starting; %s",
+                   PACKAGE_VERSION, strna(summary));
         if (!m->probe.ksm_writable && !manager_dry_run(m))
                 log_warning("KSM knobs under %s/kernel/mm/ksm are not writable: observing only.", m->root->sys_path);
 
@@ -524,9 +534,14 @@ int manager_restore(Manager *m) {
                 log_info("RestoreKnobsOnExit=no: leaving KSM knobs as they are.");
                 return 0;
         }
+        bool changed = m->knobs.saved_mask != 0;
         int r = knob_journal_restore(m->root, &m->knobs);
         if (r < 0)
-                return log_error_errno(r, "Some KSM knobs could not be restored: %m");
+                return log_struct_errno(LOG_ERR, r, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_KNOBS_RESTORE_FAILED),
+                                        "Some KSM knobs could not be restored: %m");
+        log_struct(LOG_INFO, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_KNOBS_RESTORED), "%s",
+                   changed ? "KSM knobs restored to their values from before the daemon changed them."
+                           : "No KSM knob to restore: the daemon changed none.");
         return 0;
 }
 

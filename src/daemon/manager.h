@@ -56,6 +56,9 @@ typedef struct Manager {
         uint64_t dry_run_said_mask;
         DecisionLog decisions;          /* last decisions with reasons, for status and the bus */
         History history;                /* every tick's figures, bounded (manager-history.c) */
+        /* Since start, for the metrics file's counters (manager-metrics.c). */
+        KsmdWaitCounts ksmd_samples;
+        uint64_t actions[_MERGE_ACTION_MAX][_MERGE_METHOD_MAX][_MERGE_OUTCOME_KIND_MAX]; /* by method used */
 
         /* Set by manager_set_paused()/manager_set_mode() (the bus's Pause,
          * Resume, SetMode), applied from the next tick.

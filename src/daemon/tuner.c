@@ -5,6 +5,7 @@
 
 #include "fileio.h"
 #include "ksm-sysfs.h"
+#include "log-messages.h"
 #include "log.h"
 #include "process-read.h"
 #include "tracefs.h"
@@ -351,8 +352,16 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         if (r < 0)
                 return r;
         for (size_t i = 0; i < d.n; i++) {
-                decision_log_add(log, d.d[i].kind, "%s", d.d[i].text);
-                log_info("%s", d.d[i].text);
+                const ControllerDecision *x = &d.d[i];
+                /* An exclusion and a readmission act on a process: KSMTUNED2_ACTION= too. */
+                const char *id = streq(x->kind, "exclude")   ? KSMTUNED2_MESSAGE_PROCESS_EXCLUDED
+                                 : streq(x->kind, "readmit") ? KSMTUNED2_MESSAGE_PROCESS_READMITTED
+                                                             : NULL;
+                decision_log_add(log, x->kind, "%s", x->text);
+                log_struct(LOG_INFO,
+                           LOG_FIELDS(.message_id = id, .pid = x->pid, .decision = x->kind,
+                                      .action = id ? x->kind : NULL),
+                           "%s", x->text);
         }
 
         maybe_start_window(t, s, cfg);

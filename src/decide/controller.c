@@ -40,15 +40,23 @@ static const char *const tune_mode_table[_TUNE_MODE_MAX] = {
 
 DEFINE_STRING_TABLE_TO_STRING(tune_mode, TuneMode);
 
-_printf_(3, 4) static void decide(ControllerDecisions *d, const char *kind, const char *fmt, ...) {
+/* NULL when the tick has CONTROLLER_MAX_DECISIONS already. */
+_printf_(3, 4) static ControllerDecision *decide(ControllerDecisions *d, const char *kind, const char *fmt, ...) {
         va_list ap;
         if (d->n >= CONTROLLER_MAX_DECISIONS)
-                return;
+                return NULL;
         ControllerDecision *x = &d->d[d->n++];
         strscpy(x->kind, sizeof x->kind, kind);
         va_start(ap, fmt);
         vsnprintf(x->text, sizeof x->text, fmt, ap);
         va_end(ap);
+        return x;
+}
+
+static void decide_about(ControllerDecisions *d, const char *kind, const ProcessAction *a) {
+        ControllerDecision *x = decide(d, kind, "%s", a->reason);
+        if (x)
+                x->pid = a->pid;
 }
 
 /* A tuning decision, "what: why", whose why is from now on the reason ksmd
@@ -213,7 +221,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 r = plan_add_action(plan, &a);
                 if (r < 0)
                         return r;
-                decide(d, "exclude", "%s", a.reason);
+                decide_about(d, "readmit", &a);
                 *x = c->exclusions[--c->n_exclusions];
         }
 
@@ -261,7 +269,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 r = plan_add_action(plan, &a);
                 if (r < 0)
                         return r;
-                decide(d, "exclude", "%s", a.reason);
+                decide_about(d, "exclude", &a);
                 Exclusion *e = &c->exclusions[c->n_exclusions++];
                 *e = (Exclusion) {
                         .pid = x->pid,

@@ -32,16 +32,24 @@ int savings_sorted_processes(const ProcessTable *t, const Process ***ret, size_t
         return 0;
 }
 
-static int compare_cgroups(const void *a, const void *b) {
-        const CgroupSavings *x = a, *y = b;
-        if (x->merging_pages != y->merging_pages)
-                return x->merging_pages > y->merging_pages ? -1 : 1;
-        if (x->profit_bytes != y->profit_bytes)
-                return x->profit_bytes > y->profit_bytes ? -1 : 1;
-        return strcmp(x->cgroup ?: "", y->cgroup ?: "");
+/* Largest first: merging pages, then profit, then name. */
+static int compare_savings(uint64_t x_pages, int64_t x_profit, const char *x_name, uint64_t y_pages,
+                           int64_t y_profit, const char *y_name) {
+        if (x_pages != y_pages)
+                return x_pages > y_pages ? -1 : 1;
+        if (x_profit != y_profit)
+                return x_profit > y_profit ? -1 : 1;
+        return strcmp(x_name ?: "", y_name ?: "");
 }
 
-static bool same_cgroup(const char *a, const char *b) {
+static int compare_cgroups(const void *a, const void *b) {
+        const CgroupSavings *x = a, *y = b;
+        return compare_savings(x->merging_pages, x->profit_bytes, x->cgroup, y->merging_pages, y->profit_bytes,
+                               y->cgroup);
+}
+
+/* Equal strings, or both NULL (no cgroup, no unit). */
+static bool same_name(const char *a, const char *b) {
         return (!a && !b) || (a && b && streq(a, b));
 }
 
@@ -59,7 +67,7 @@ int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret) {
                 if (p->kthread)
                         continue;
                 for (size_t j = 0; j < s.n && !c; j++)
-                        if (same_cgroup(s.items[j].cgroup, p->cgroup))
+                        if (same_name(s.items[j].cgroup, p->cgroup))
                                 c = &s.items[j];
                 if (!c) {
                         c = &s.items[s.n];
@@ -78,6 +86,48 @@ int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret) {
         qsort(s.items, s.n, sizeof *s.items, compare_cgroups);
         *ret = s;
         return 0;
+}
+
+static int compare_groups(const void *a, const void *b) {
+        const SavingsGroup *x = a, *y = b;
+        return compare_savings(x->merging_pages, x->profit_bytes, x->name, y->merging_pages, y->profit_bytes,
+                               y->name);
+}
+
+int savings_group(const SavingsTable *c, SavingsKey key, SavingsGroups *ret) {
+        SavingsGroups g = {};
+
+        g.items = calloc(c->n + 1, sizeof *g.items);
+        if (!g.items)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n; i++) {
+                const CgroupSavings *x = &c->items[i];
+                bool in_vm = x->vm_name;
+                SavingsGroup *e = NULL;
+
+                /* A VM's processes count for the VM only, not for its scope unit as well. */
+                if (in_vm != (key == SAVINGS_BY_VM))
+                        continue;
+                const char *name = in_vm ? x->vm_name : x->unit;
+                for (size_t j = 0; j < g.n && !e; j++)
+                        if (same_name(g.items[j].name, name))
+                                e = &g.items[j];
+                if (!e) {
+                        e = &g.items[g.n++];
+                        e->name = name;
+                }
+                e->processes += x->processes;
+                e->merging_pages += x->merging_pages;
+                e->profit_bytes += x->profit_bytes;
+        }
+        qsort(g.items, g.n, sizeof *g.items, compare_groups);
+        *ret = g;
+        return 0;
+}
+
+void savings_groups_done(SavingsGroups *g) {
+        free(g->items);
+        *g = (SavingsGroups) {};
 }
 
 void savings_table_done(SavingsTable *s) {

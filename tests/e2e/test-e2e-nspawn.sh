@@ -498,6 +498,29 @@ fi
 [ "$before" = "$(ksm_guard_knobs_now)" ] || fail "knobs not restored after the activated instance"
 echo "bus activation: starts the enabled unit, not the disabled one"
 
+# --- structured journal fields (issue 15) ---
+# The entries carry fields and MESSAGE_IDs (ksmtuned2(8), JOURNAL FIELDS)
+# that journalctl matches on: start, sandbox, reload, stop and restore,
+# the policy's verdict on the sleeper, its merging enabled, a knob write.
+jmatch() { # field matches...: prints the matching entries in export format
+        for _ in $(seq 50); do
+                out=$(inside journalctl -b -q --no-pager -o export SYSLOG_IDENTIFIER=ksmtuned2 "$@")
+                [ -n "$out" ] && { printf '%s\n' "$out"; return 0; }
+                sleep 0.1
+        done
+        fail "no journal entry with $*"
+}
+for id in 726f25f7a051491583517d710326e24e 511ca4df099945fe98b0b1cc0c69e4f1 db0b501fb53f4a298bde81ee5c609e39 \
+          79287bdc6aa940c98d05390aecd9f96e d844039a6d5c442c8c77971f77df7532; do
+        jmatch MESSAGE_ID=$id >/dev/null
+done
+jmatch KSMTUNED2_DECISION=policy KSMTUNED2_VERDICT=merge KSMTUNED2_PID="$sleeper" | grep -q "^KSMTUNED2_POLICY=$POLICY_DIR/40-e2e.policy:" ||
+        fail "the verdict on pid $sleeper does not name 40-e2e.policy in KSMTUNED2_POLICY="
+jmatch MESSAGE_ID=c8f151ff43444f75aef4d49f4ff6a4d9 KSMTUNED2_ACTION=enable KSMTUNED2_OUTCOME=done \
+        KSMTUNED2_PID="$sleeper" | grep -q '^KSMTUNED2_METHOD=[a-z_]' || fail "pid $sleeper enabled without KSMTUNED2_METHOD="
+jmatch KSMTUNED2_ACTION=set KSMTUNED2_KNOB=max_page_sharing KSMTUNED2_VALUE=$mps2 KSMTUNED2_OUTCOME=done >/dev/null
+echo "journal fields: start, sandbox, reload, stop, restore by MESSAGE_ID; pid $sleeper's verdict and enable; a knob write"
+
 # 10. The other KSM tuners (stand-ins with their unit names): starting one
 # stops ksmtuned2, starting ksmtuned2 stops it.
 for other in ksm uksmd; do

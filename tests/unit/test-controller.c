@@ -116,6 +116,14 @@ static bool decided(const Sim *x, const char *needle) {
         return strstr(x->all, needle) != NULL;
 }
 
+/* Whether the latest step decided kind about pid. */
+static bool decided_about(const Sim *x, const char *kind, int pid) {
+        for (size_t i = 0; i < x->d.n; i++)
+                if (streq(x->d.d[i].kind, kind) && x->d.d[i].pid == pid)
+                        return true;
+        return false;
+}
+
 static void test_burst_decays(void **state) {
         Sim x;
         sim_init(&x);
@@ -498,6 +506,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         assert_string_equal(x.plan.actions[0].reason,
                             "excluding pid 812 (contender): 41% of ksmd time blocked on its mmap lock, 0 pages merged");
         assert_true(decided(&x, "excluding pid 812"));
+        assert_true(decided_about(&x, "exclude", 812));
 
         /* the same window is not judged twice; a new one does not exclude again */
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
@@ -514,6 +523,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         assert_int_equal(x.plan.actions[0].action, MERGE_ACTION_ENABLE);
         assert_int_equal(x.plan.actions[0].pid, 812);
         assert_true(decided(&x, "readmitting pid 812 (contender): excluded 10min"));
+        assert_true(decided_about(&x, "readmit", 812));
         assert_int_equal(x.c.n_exclusions, 0);
 
         /* a victim that merges (same-process churn) is never excluded */

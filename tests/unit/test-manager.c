@@ -227,6 +227,8 @@ static void test_pause_resume_mode(void **state) {
         assert_int_equal(tick(f), 0);
         assert_string_equal(knob(f, "smart_scan"), "1");
         assert_true(metrics_say(f, "ksmtuned2_dry_run 1"));
+        assert_true(metrics_say(f, "ksmtuned2_mode{mode=\"observe\"} 1"));
+        assert_true(metrics_say(f, "ksmtuned2_mode{mode=\"auto\"} 0"));
 
         /* tune-only writes knobs again, but still no process action */
         assert_int_equal(manager_set_mode(m, MANAGER_MODE_TUNE_ONLY, "by the test"), 1);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* Savings per process and per cgroup from a hand-built process table, and
- * the Prometheus file made from them, with hostile cgroup names; when
- * promtool is installed ($PROMTOOL) the file must pass `promtool check
- * metrics`. */
+/* Savings per process, per cgroup, per VM and per unit from a hand-built
+ * process table, and the Prometheus file made from them, with hostile VM
+ * names: labels by names that outlive a restart (no machined run id), the
+ * cap on series, counters as counters; when promtool is installed
+ * ($PROMTOOL) the file must pass `promtool check metrics`. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -40,9 +41,15 @@ static ProcessTable *fleet(void) {
             "web01", 1000, 3000000, false);
         add(t, 11, "machine.slice/machine-qemu\\x2d1\\x2dweb01.scope/libvirt/emulator", "machine-qemu\\x2d1\\x2dweb01.scope",
             "web01", 500, 1000000, false);
+        add(t, 12, "machine.slice/machine-qemu\\x2d1\\x2dweb01.scope/libvirt/vcpu0", "machine-qemu\\x2d1\\x2dweb01.scope",
+            "web01", 100, 0, false);
         add(t, 20, "system.slice/app.service", "app.service", NULL, 4000, 0, false);
-        add(t, 30, "odd/\"quoted\" back\\slash\nnewline/\xff\xfe bad utf8/\xc3\xa9t\xc3\xa9", NULL, NULL, 7, 0, false);
+        add(t, 21, "system.slice/app.service/worker", "app.service", NULL, 10, 0, false);
+        add(t, 30, "machine.slice/machine-qemu\\x2d2\\x2dodd.scope", "machine-qemu\\x2d2\\x2dodd.scope",
+            "\"quoted\" back\\slash\nnewline \xff\xfe bad utf8 \xc3\xa9t\xc3\xa9", 7, 0, false);
+        add(t, 31, "system.slice/idle.service", "idle.service", NULL, 0, 0, false);
         add(t, 40, "", NULL, NULL, 0, 0, false);
+        add(t, 41, "user.slice", NULL, NULL, 3, 0, false);
         add(t, 2, "", NULL, NULL, 99999, 0, true); /* a kernel thread: never counted */
         return t;
 }
@@ -50,15 +57,13 @@ static ProcessTable *fleet(void) {
 static void test_sorted_processes(void **state) {
         _cleanup_(process_table_freep) ProcessTable *t = fleet();
         _cleanup_free_ const Process **list = NULL;
+        static const int want[] = { 20, 10, 11, 12, 21, 30, 41, 31, 40 };
         size_t n;
 
         assert_int_equal(savings_sorted_processes(t, &list, &n), 0);
-        assert_int_equal(n, 5);
-        assert_int_equal(list[0]->pid, 20);
-        assert_int_equal(list[1]->pid, 10);
-        assert_int_equal(list[2]->pid, 11);
-        assert_int_equal(list[3]->pid, 30);
-        assert_int_equal(list[4]->pid, 40);
+        assert_int_equal(n, ELEMENTSOF(want));
+        for (size_t i = 0; i < n; i++)
+                assert_int_equal(list[i]->pid, want[i]);
 }
 
 static void test_by_cgroup(void **state) {
@@ -66,16 +71,44 @@ static void test_by_cgroup(void **state) {
         _cleanup_(savings_table_done) SavingsTable s = {};
 
         assert_int_equal(savings_by_cgroup(t, &s), 0);
-        assert_int_equal(s.n, 4);
+        assert_int_equal(s.n, 8);
         assert_string_equal(s.items[0].cgroup, "system.slice/app.service");
         assert_int_equal(s.items[0].merging_pages, 4000);
         assert_string_equal(s.items[1].vm_name, "web01");
         assert_int_equal(s.items[1].processes, 2);
         assert_int_equal(s.items[1].merging_pages, 1500);
         assert_int_equal(s.items[1].profit_bytes, 4000000);
-        assert_int_equal(s.items[2].merging_pages, 7);
-        assert_string_equal(s.items[3].cgroup, "");
-        assert_int_equal(s.items[3].processes, 1); /* the kernel thread is not in it */
+        assert_int_equal(s.items[4].merging_pages, 7);
+        assert_string_equal(s.items[6].cgroup, "");
+        assert_int_equal(s.items[6].processes, 1); /* the kernel thread is not in it */
+}
+
+/* Per VM over all the VM's cgroups, per unit over the rest: each process once. */
+static void test_by_vm_and_unit(void **state) {
+        _cleanup_(process_table_freep) ProcessTable *t = fleet();
+        _cleanup_(savings_table_done) SavingsTable s = {};
+        _cleanup_(savings_groups_done) SavingsGroups vms = {}, units = {};
+
+        assert_int_equal(savings_by_cgroup(t, &s), 0);
+        assert_int_equal(savings_group(&s, SAVINGS_BY_VM, &vms), 0);
+        assert_int_equal(vms.n, 2);
+        assert_string_equal(vms.items[0].name, "web01");
+        assert_int_equal(vms.items[0].processes, 3);
+        assert_int_equal(vms.items[0].merging_pages, 1600);
+        assert_int_equal(vms.items[0].profit_bytes, 4000000);
+        assert_int_equal(vms.items[1].merging_pages, 7);
+
+        assert_int_equal(savings_group(&s, SAVINGS_BY_UNIT, &units), 0);
+        assert_int_equal(units.n, 3);
+        assert_string_equal(units.items[0].name, "app.service");
+        assert_int_equal(units.items[0].processes, 2);
+        assert_int_equal(units.items[0].merging_pages, 4010);
+        assert_null(units.items[1].name); /* user.slice and the root: in no unit */
+        assert_int_equal(units.items[1].processes, 2);
+        assert_int_equal(units.items[1].merging_pages, 3);
+        assert_string_equal(units.items[2].name, "idle.service");
+        for (size_t i = 0; i < units.n; i++)
+                assert_false(units.items[i].name && strstr(units.items[i].name, "machine-"));
 }
 
 static void test_escape(void **state) {
@@ -94,11 +127,18 @@ static void test_escape(void **state) {
         assert_true(utf8_is_valid(""));
 }
 
-static void test_format(void **state) {
+static const char *const modes[] = { "auto", "tune-only", "observe" };
+
+/* The metrics file of fleet(), with at most max VMs and units of their own. */
+static char *format_fleet(size_t max) {
         _cleanup_(process_table_freep) ProcessTable *t = fleet();
         _cleanup_(savings_table_done) SavingsTable s = {};
-        _cleanup_free_ char *text = NULL;
         Snapshot snap = { .ksm_present = true, .ksmd_present = true };
+        static const MetricsActionCount actions[] = {
+                { "enable", "inject", "done", 3 },
+                { "disable", "none", "gone", 1 },
+        };
+        char *text = NULL;
 
         snap.ksm.value[KSM_PAGES_SHARING] = 2500;
         snap.ksm.value[KSM_GENERAL_PROFIT] = (uint64_t) INT64_C(-4096);
@@ -114,30 +154,129 @@ static void test_format(void **state) {
                 .page_size = 4096,
                 .version = "0.1.0",
                 .kernel_release = "6.18.0-\"test\"",
-                .mode = "auto",
+                .modes = modes,
+                .n_modes = ELEMENTSOF(modes),
+                .mode = 1,
                 .ksmd_cpu_ratio = 0.125,
+                .ksmd_cpu_budget_ratio = 0.1,
+                /* since start: more than this tick's snapshot */
+                .ksmd_samples = { .samples = 1000, .by_wait = { [KSMD_RUNNING] = 500, [KSMD_SLEEPING] = 300,
+                                                               [KSMD_BLOCKED_MMAP_LOCK] = 200 } },
+                .actions = actions,
+                .n_actions = ELEMENTSOF(actions),
                 .managed_processes = 3,
                 .decisions_total = 9,
                 .ticks = 12,
                 .now_realtime_usec = 1700000000 * USEC_PER_SEC,
                 .cgroups = &s,
+                .max_group_series = max,
         };
         assert_int_equal(metrics_format(&in, &text), 0);
+        return text;
+}
 
-        assert_non_null(strstr(text, "\nksmtuned2_saved_bytes 10240000\n"));
-        assert_non_null(strstr(text, "\nksmtuned2_general_profit_bytes -4096\n"));
-        assert_non_null(strstr(text, "\nksmtuned2_ksm_sleep_seconds 0.020\n"));
-        assert_non_null(strstr(text, "\nksmtuned2_ksmd_cpu_seconds_total 1.500000\n"));
-        assert_non_null(strstr(text, "\nksmtuned2_ksmd_blocked_ratio{on=\"mmap_lock\"} 0.250000\n"));
-        assert_non_null(strstr(text, "kernel=\"6.18.0-\\\"test\\\"\""));
-        assert_non_null(strstr(text, "\nksmtuned2_cgroup_merging_bytes{cgroup=\"/machine.slice/machine-qemu\\\\x2d1\\\\x2dweb01.scope"
-                                     "/libvirt/emulator\",unit=\"machine-qemu\\\\x2d1\\\\x2dweb01.scope\",vm=\"web01\"} 6144000\n"));
-        assert_non_null(strstr(text, "\nksmtuned2_cgroup_processes{cgroup=\"/system.slice/app.service\",unit=\"app.service\",vm=\"\"} 1\n"));
-        assert_non_null(strstr(text, "cgroup=\"/odd/\\\"quoted\\\" back\\\\slash\\nnewline/\xef\xbf\xbd\xef\xbf\xbd bad utf8/\xc3\xa9t\xc3\xa9\""));
-        /* the root cgroup saves nothing and is no VM: left out */
-        assert_null(strstr(text, "cgroup=\"/\","));
-        /* every sample line belongs to a family announced just before */
-        assert_null(strstr(text, "\n\n"));
+static bool has_line(const char *text, const char *line) {
+        size_t n = strlen(line);
+        for (const char *p = text; (p = strstr(p, line)); p++)
+                if ((p == text || p[-1] == '\n') && p[n] == '\n')
+                        return true;
+        return false;
+}
+
+/* Every "# TYPE" is a counter exactly when its name ends in _total, and
+ * every sample line belongs to the family announced last. */
+static void assert_families(const char *text) {
+        char family[128] = "";
+        for (const char *l = text; *l;) {
+                const char *eol = strchr(l, '\n');
+                assert_non_null(eol);
+                char name[128], type[32];
+                if (sscanf(l, "# TYPE %127s %31s", name, type) == 2) {
+                        bool total = endswith(name, "_total");
+                        if (total != streq(type, "counter"))
+                                fail_msg("%s is a %s", name, type);
+                        strscpy(family, sizeof family, name);
+                } else if (*l != '#') {
+                        size_t k = strlen(family);
+                        if (k == 0 || strncmp(l, family, k) != 0 || (l[k] != ' ' && l[k] != '{'))
+                                fail_msg("%.*s outside its family %s", (int) (eol - l), l, family);
+                }
+                l = eol + 1;
+        }
+}
+
+/* Whether the manual page names the family: the name, then no more of a name. */
+static bool page_names(const char *page, const char *name) {
+        size_t n = strlen(name);
+        for (const char *p = page; (p = strstr(p, name)); p++)
+                if (p[n] == 0 || !strchr("abcdefghijklmnopqrstuvwxyz0123456789_", p[n]))
+                        return true;
+        return false;
+}
+
+/* Every family the file has is listed in ksmtuned2.metrics(7). */
+static void assert_documented(const char *text) {
+        const char *src = getenv("SOURCE_ROOT");
+        char path[1024], page[1 << 16];
+        FILE *f;
+
+        assert_non_null(src);
+        snprintf(path, sizeof path, "%s/man/ksmtuned2.metrics.7", src);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        size_t n = fread(page, 1, sizeof page - 1, f);
+        fclose(f);
+        assert_true(n > 0 && n < sizeof page - 1);
+        page[n] = 0;
+        for (const char *l = text; (l = strstr(l, "# TYPE ")); l++) {
+                char name[128];
+                assert_int_equal(sscanf(l, "# TYPE %127s", name), 1);
+                if (!page_names(page, name))
+                        fail_msg("%s does not list %s", path, name);
+        }
+}
+
+static void test_format(void **state) {
+        _cleanup_free_ char *text = format_fleet(METRICS_MAX_GROUP_SERIES);
+
+        assert_true(has_line(text, "ksmtuned2_info{version=\"0.1.0\",kernel=\"6.18.0-\\\"test\\\"\"} 1"));
+        /* the mode as a state set, not a label that changes */
+        assert_true(has_line(text, "ksmtuned2_mode{mode=\"auto\"} 0"));
+        assert_true(has_line(text, "ksmtuned2_mode{mode=\"tune-only\"} 1"));
+        assert_true(has_line(text, "ksmtuned2_mode{mode=\"observe\"} 0"));
+        assert_true(has_line(text, "ksmtuned2_saved_bytes 10240000"));
+        assert_true(has_line(text, "ksmtuned2_general_profit_bytes -4096"));
+        assert_true(has_line(text, "ksmtuned2_ksm_sleep_seconds 0.020"));
+        assert_true(has_line(text, "ksmtuned2_ksmd_cpu_seconds_total 1.500000"));
+        assert_true(has_line(text, "ksmtuned2_ksmd_cpu_budget_ratio 0.100000"));
+        /* the latest tick's ratio, and the counters since start beside it */
+        assert_true(has_line(text, "ksmtuned2_ksmd_blocked_ratio{on=\"mmap_lock\"} 0.250000"));
+        assert_true(has_line(text, "ksmtuned2_ksmd_samples_total{state=\"blocked-mmap-lock\"} 200"));
+        assert_true(has_line(text, "ksmtuned2_ksmd_samples_total{state=\"running\"} 500"));
+        assert_true(has_line(text, "ksmtuned2_ksmd_samples_total{state=\"blocked-other\"} 0"));
+        assert_true(has_line(text, "ksmtuned2_actions_total{action=\"enable\",method=\"inject\",outcome=\"done\"} 3"));
+        assert_true(has_line(text, "ksmtuned2_actions_total{action=\"disable\",method=\"none\",outcome=\"gone\"} 1"));
+        assert_true(has_line(text, "ksmtuned2_ticks_total 12"));
+
+        /* per VM by its name, over the VM's emulator and vcpu cgroups */
+        assert_true(has_line(text, "ksmtuned2_vm_merging_bytes{vm=\"web01\"} 6553600"));
+        assert_true(has_line(text, "ksmtuned2_vm_profit_bytes{vm=\"web01\"} 4000000"));
+        assert_true(has_line(text, "ksmtuned2_vm_processes{vm=\"web01\"} 3"));
+        assert_true(has_line(text, "ksmtuned2_vm_merging_bytes{vm=\"\\\"quoted\\\" back\\\\slash\\nnewline "
+                                   "\xef\xbf\xbd\xef\xbf\xbd bad utf8 \xc3\xa9t\xc3\xa9\"} 28672"));
+        /* per unit by its name, the unit's cgroups together */
+        assert_true(has_line(text, "ksmtuned2_unit_merging_bytes{unit=\"app.service\"} 16424960"));
+        assert_true(has_line(text, "ksmtuned2_unit_processes{unit=\"app.service\"} 2"));
+        assert_true(has_line(text, "ksmtuned2_unit_merging_bytes{unit=\"" METRICS_NO_UNIT_LABEL "\"} 12288"));
+        /* a unit that saves nothing has no series; nothing is over the cap */
+        assert_null(strstr(text, "idle.service"));
+        assert_null(strstr(text, METRICS_OTHER_LABEL));
+        /* no label carries a cgroup path or machined's run id */
+        assert_null(strstr(text, "cgroup"));
+        assert_null(strstr(text, "machine-"));
+        assert_null(strstr(text, "x2d"));
+        assert_families(text);
+        assert_documented(text);
 
         const char *promtool = getenv("PROMTOOL");
         if (isempty(promtool)) {
@@ -149,10 +288,28 @@ static void test_format(void **state) {
         assert_true(fd >= 0);
         assert_int_equal(write(fd, text, strlen(text)), (ssize_t) strlen(text));
         close(fd);
+        /* check metrics lints too: a counter without _total, a unit in the
+         * wrong place, HELP missing */
         snprintf(cmd, sizeof cmd, "'%s' check metrics < '%s'", promtool, path);
         int status = system(cmd);
         unlink(path);
         assert_int_equal(status, 0);
+}
+
+/* Beyond the cap, the smaller VMs and units are summed under "(other)". */
+static void test_format_cap(void **state) {
+        _cleanup_free_ char *text = format_fleet(1);
+
+        assert_true(has_line(text, "ksmtuned2_vm_merging_bytes{vm=\"web01\"} 6553600"));
+        assert_true(has_line(text, "ksmtuned2_vm_merging_bytes{vm=\"" METRICS_OTHER_LABEL "\"} 28672"));
+        assert_true(has_line(text, "ksmtuned2_vm_processes{vm=\"" METRICS_OTHER_LABEL "\"} 1"));
+        assert_null(strstr(text, "quoted"));
+        assert_true(has_line(text, "ksmtuned2_unit_merging_bytes{unit=\"app.service\"} 16424960"));
+        /* idle units count neither on their own nor in the rest */
+        assert_true(has_line(text, "ksmtuned2_unit_merging_bytes{unit=\"" METRICS_OTHER_LABEL "\"} 12288"));
+        assert_true(has_line(text, "ksmtuned2_unit_processes{unit=\"" METRICS_OTHER_LABEL "\"} 2"));
+        assert_null(strstr(text, METRICS_NO_UNIT_LABEL));
+        assert_families(text);
 }
 
 /* The controller's phase as a state set, one sample per phase, and its
@@ -180,9 +337,11 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sorted_processes),
                 cmocka_unit_test(test_by_cgroup),
+                cmocka_unit_test(test_by_vm_and_unit),
                 cmocka_unit_test(test_escape),
                 cmocka_unit_test(test_format),
                 cmocka_unit_test(test_controller),
+                cmocka_unit_test(test_format_cap),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
