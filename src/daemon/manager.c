@@ -49,7 +49,6 @@ int manager_new(const ManagerOptions *o, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to read the configuration (see above): %m");
         log_set_max_level(m->config.log_level);
-        log_config_files(m, "Configuration", NULL);
         (void) manager_set_mode(m, m->config.mode, "by Mode= of the configuration");
 
         r = root_open(o->root_prefix, &m->root);
@@ -433,6 +432,8 @@ int manager_start_stages(Manager *m) {
         summary = probe_summary(&m->probe);
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_STARTED), "ksmtuned2 %s starting; %s",
                    PACKAGE_VERSION, strna(summary));
+        /* After the KSM check: without KSM the one line says why it stops. */
+        log_config_files(m, "Configuration", NULL);
         if (!m->probe.ksm_writable && !manager_dry_run(m))
                 log_warning("KSM knobs under %s/kernel/mm/ksm are not writable: observing only.", m->root->sys_path);
 

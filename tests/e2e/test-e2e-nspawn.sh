@@ -410,6 +410,8 @@ sleep 1
         fail "a rejected reload changed the configuration: max_page_sharing $(cat $KSM/max_page_sharing), $(mode)"
 inside rm "$CONF.d/70-bad.conf" "$CONF.d/50-e2e.conf" /run/ksmtuned2/ksmtuned2.conf.d/60-e2e.conf \
         "$VENDOR/ksmtuned2.conf.d/50-e2e.conf"
+# The directories too: they are the administrator's, which a purge keeps.
+inside rmdir "$CONF.d" /run/ksmtuned2/ksmtuned2.conf.d "$VENDOR/ksmtuned2.conf.d"
 inside systemctl reload ksmtuned2 || fail "systemctl reload without the drop-ins"
 wait_knob max_page_sharing $mps2
 [ "$(mode)" = 's "auto"' ] || fail "Mode after the drop-ins went: $(mode)"

@@ -62,7 +62,10 @@ if unshare -m true 2>/dev/null; then
                 [ "$n" = 1 ] || fail "read-only: $k refusal logged $n times, want once"
         done
         lines=$(grep -c . "$tmp/ro.log")
-        [ "$lines" -le 12 ] || fail "read-only: $lines log lines in 20 ticks (spam)"
+        # About 12 lines say the start, the configuration files, the
+        # fallbacks, each refusal once and the stop; a line per tick would
+        # be 20 more.
+        [ "$lines" -le 16 ] || fail "read-only: $lines log lines in 20 ticks (spam)"
         echo "read-only knobs: EROFS said once per knob, $lines log lines over ~20 ticks:"; sed "s/^/    /" "$tmp/ro.log"
 else
         echo "read-only knobs: skipped (no mount namespaces)"

@@ -175,6 +175,7 @@ static void test_names_and_separators(void **state) {
         diag_is(&d, 2, path, ":3: syntax error, file rejected");
         assert_int_equal(c.log_level, LOG_INFO);
         conf_diag_free(&d);
+        config_done(&c); /* a rejected file leaves the (allocated) defaults */
 }
 
 static FakeTree dropin_tree;
