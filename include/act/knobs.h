@@ -18,13 +18,13 @@ typedef struct KnobJournal {
 
         /* What this instance wrote last to each knob, to tell its own value
          * from one someone else wrote since (an administrator, virsh
-         * node-memory-tune, another tuner). */
+         * node-memory-tune, another tuner). A value stays after its bit
+         * leaves written_mask, for the message that says so. */
         uint64_t written[_KSM_KEY_MAX];
         uint64_t written_mask;
         /* Knobs someone else wrote while the daemon ran: left to them, not
-         * written again and not restored at exit, unless override. */
+         * written again and not restored at exit. */
         uint64_t foreign_mask;
-        bool override_foreign;  /* ForeignKnobWrites=override */
 } KnobJournal;
 
 /* Loads a journal left behind by an earlier instance at path (absent is
@@ -37,12 +37,13 @@ int knob_journal_parse(KnobJournal *j, const char *text);
 char *knob_journal_format(const KnobJournal *j);
 
 /* Compares the latest snapshot with what this instance wrote last: a knob
- * that differs was written by someone else since. Unless override_foreign,
+ * that differs was written by someone else since. Unless override,
  * it becomes foreign (left alone from now on, dropped from the journal so
  * neither this instance nor one restarted after a crash puts its original
  * back). Returns the mask of knobs newly found changed, for the caller to
- * log; with override_foreign they are reported but stay the daemon's. */
-uint64_t knob_journal_notice_foreign(KnobJournal *j, const KsmState *current);
+ * log; with override (ForeignKnobWrites=override) they are reported but stay
+ * the daemon's. */
+uint64_t knob_journal_notice_foreign(KnobJournal *j, const KsmState *current, bool override);
 /* The administrator hands the knobs back (resume, reload): foreign knobs are
  * the daemon's to tune again, their current value the one to restore. */
 void knob_journal_forget_foreign(KnobJournal *j);

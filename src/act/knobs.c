@@ -140,7 +140,7 @@ int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k
         return 1;
 }
 
-uint64_t knob_journal_notice_foreign(KnobJournal *j, const KsmState *current) {
+uint64_t knob_journal_notice_foreign(KnobJournal *j, const KsmState *current, bool override) {
         uint64_t changed = 0;
 
         for (KsmKey k = _KSM_FIRST_KNOB; k < _KSM_KEY_MAX; k++) {
@@ -152,12 +152,12 @@ uint64_t knob_journal_notice_foreign(KnobJournal *j, const KsmState *current) {
                 changed |= bit;
                 /* Either way it is no longer a value this instance wrote. */
                 j->written_mask &= ~bit;
-                if (j->override_foreign)
+                if (override)
                         continue;
                 j->foreign_mask |= bit;
                 j->saved_mask &= ~bit;
         }
-        if (changed && !j->override_foreign) {
+        if (changed && !override) {
                 int r = journal_persist(j);
                 if (r < 0)
                         log_debug_errno(r, "Cannot persist knob journal %s: %m", j->state_path);

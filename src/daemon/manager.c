@@ -197,23 +197,22 @@ static int manager_load_policies(Manager *m) {
  * say so once, and leave it to them (ForeignKnobWrites=leave) or take it
  * back (override). */
 static void notice_foreign_knobs(Manager *m) {
-        uint64_t wrote[_KSM_KEY_MAX];
+        bool override = m->config.foreign_knob_writes == FOREIGN_KNOB_WRITES_OVERRIDE;
 
-        memcpy(wrote, m->knobs.written, sizeof wrote);
-        uint64_t changed = knob_journal_notice_foreign(&m->knobs, &m->snapshot.ksm);
+        /* written[] keeps the values: only the mask says they are no longer ours. */
+        uint64_t changed = knob_journal_notice_foreign(&m->knobs, &m->snapshot.ksm, override);
         for (KsmKey k = _KSM_FIRST_KNOB; changed && k < _KSM_KEY_MAX; k++) {
                 if (!(changed & (UINT64_C(1) << k)))
                         continue;
                 char now[32], ours[32];
                 (void) ksm_format_value(k, m->snapshot.ksm.value[k], now, sizeof now);
-                (void) ksm_format_value(k, wrote[k], ours, sizeof ours);
+                (void) ksm_format_value(k, m->knobs.written[k], ours, sizeof ours);
                 const Decision *d = decision_log_add(
                         &m->decisions, "knob", "%s=%s written by someone else (this daemon wrote %s): %s",
                         ksm_key_to_string(k), now, ours,
-                        m->knobs.override_foreign
-                                ? "writing it back (ForeignKnobWrites=override)"
-                                : "leaving it alone and not restoring it at exit (ForeignKnobWrites=leave; "
-                                  "resume, set-mode or reload hands it back)");
+                        override ? "writing it back (ForeignKnobWrites=override)"
+                                 : "leaving it alone and not restoring it at exit (ForeignKnobWrites=leave; "
+                                   "resume, set-mode or reload hands it back)");
                 if (d)
                         log_notice("%s", d->text);
         }
@@ -379,7 +378,6 @@ int manager_reload(Manager *m) {
                 strv_free(m->config_files);
                 m->config_files = files;
                 log_set_max_level(m->config.log_level);
-                m->knobs.override_foreign = m->config.foreign_knob_writes == FOREIGN_KNOB_WRITES_OVERRIDE;
                 knob_journal_forget_foreign(&m->knobs);
                 manager_request_tick(m);
                 log_config_files(m, "Reloaded configuration", KSMTUNED2_MESSAGE_RELOADED);
@@ -447,7 +445,6 @@ int manager_start_stages(Manager *m) {
         else if (r > 0)
                 log_notice("Found %d knob value(s) saved by an earlier instance in %s; will restore those on exit.",
                            r, state);
-        m->knobs.override_foreign = m->config.foreign_knob_writes == FOREIGN_KNOB_WRITES_OVERRIDE;
 
         m->ksmd_pid = m->probe.ksmd_pid;
         if (m->ksmd_pid > 0) {
