@@ -8,6 +8,7 @@
 #include "macro.h"
 #include "merge-method.h"
 #include "plan.h"
+#include "proc-maps.h"
 #include "probe.h"
 #include "root.h"
 
@@ -116,7 +117,31 @@ void merge_report_done(MergeReport *r);
 /* The latest outcome for pid in r, NULL when none. */
 const MergeOutcome *merge_report_find(const MergeReport *r, int pid);
 
+/* What a process merged before the daemon took it out of KSM (a
+ * controller exclusion, or a policy's DISABLE), so that switching it back
+ * on restores exactly that: a process that had marked only some ranges
+ * (QEMU's guest RAM) gets those ranges back, not PR_SET_MEMORY_MERGE over
+ * its whole mm. Kept by the merge worker's thread alone. */
+typedef struct MergeRestoreEntry {
+        int pid;
+        uint64_t start_time_ticks;
+        bool merge_any;                 /* it had ksm_merge_any: PR_SET_MEMORY_MERGE restores it */
+        MapList ranges;                 /* else the VM_MERGEABLE ranges it had (smaps "mg") */
+} MergeRestoreEntry;
+
+typedef struct MergeRestoreBook {
+        MergeRestoreEntry *entries;
+        size_t n, alloc;
+} MergeRestoreBook;
+
+/* At most this many processes are remembered; the oldest goes first. */
+#define MERGE_RESTORE_MAX 1024
+
+void merge_restore_book_done(MergeRestoreBook *b);
+const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, uint64_t start_time_ticks);
+
 typedef struct MergeContext {
+        MergeRestoreBook *restore;      /* NULL: switching on is always whole-mm (or all anon ranges) */
         const Root *root;
         const Probe *probe;
         bool dry_run;

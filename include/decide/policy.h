@@ -60,6 +60,9 @@ typedef struct Policy {
         int method;             /* MergeMethod, Method= */
         uint64_t min_anon_mib;  /* MinAnonMiB= */
         uint64_t min_age_usec;  /* MinAge= */
+        bool override_opt_out;  /* OverrideOptOut=: switch merging on even for a process that opted out
+                                 * itself (QEMU -machine mem-merge=off); only an administrator's explicit
+                                 * choice, never in a shipped policy */
 } Policy;
 
 typedef struct PolicySet {

@@ -37,6 +37,7 @@ typedef struct Verdict {
         unsigned policy_line;           /* line of the [Match] section that matched */
         char reason[VERDICT_REASON_MAX]; /* "anon RSS 12 MiB < MinAnonMiB=64" */
         bool needs_cmdline;             /* WAIT until the command line has been read */
+        bool opted_out;                 /* LEAVE_ALONE because the process opted out itself (opt-out.h) */
 } Verdict;
 
 /* Whether the daemon may change merging for a process with this verdict at
@@ -93,6 +94,11 @@ typedef struct Process {
         uint64_t action_planned_usec;   /* CLOCK_MONOTONIC of the last ProcessAction planned, 0 none;
                                          * or of its ETIMEDOUT outcome (a target stuck in D waits the
                                          * retry back-off from then) */
+
+        /* The controller took it out of KSM (contention) and has not
+         * readmitted it: discovery must not switch merging back on for it
+         * at its next tick (one owner of the process's merge state). */
+        bool excluded;
 
         /* The merge actuator's last outcome for it (merge.h), for status and the bus. */
         char merge_outcome[192];        /* "method inject refused: EBUSY (already traced by pid 77)" */

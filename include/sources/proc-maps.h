@@ -19,6 +19,7 @@ typedef struct MapRange {
         bool read, write, exec, private_;
         MapKind kind;
         bool vdso;
+        bool mergeable;         /* VM_MERGEABLE: known only from smaps (proc_smaps_*) */
         char path[128];         /* truncated; "" for anonymous */
 } MapRange;
 
@@ -33,6 +34,14 @@ void map_list_done(MapList *l);
  * -EINVAL (the kernel writes every line the same way). */
 int proc_maps_parse(const char *text, MapList *ret);
 int proc_maps_read(int pid_dirfd, MapList *ret);
+
+/* The ranges marked VM_MERGEABLE ("mg" in smaps' VmFlags: madvise
+ * MADV_MERGEABLE, or every VMA under PR_SET_MEMORY_MERGE), adjacent ones
+ * coalesced: what a process merges, exactly, so that taking it out of KSM
+ * and back in restores what it had. smaps walks the page tables too (it
+ * counts RSS): read it only when acting on the process, never per tick. */
+int proc_smaps_parse_mergeable(const char *text, MapList *ret);
+int proc_smaps_read_mergeable(int pid_dirfd, MapList *ret);
 
 /* Anonymous private ranges (what KSM can merge and MADV_MERGEABLE is for),
  * adjacent ones coalesced. */

@@ -109,9 +109,10 @@ static const char *method_unavailable(const MergeContext *c, MergeMethod m, int 
  * whole-mm switches clear ksm_merge_any (and with it every VM_MERGEABLE),
  * but do nothing for ranges a process marked itself; remote madvise marks
  * and unmarks ranges but cannot clear ksm_merge_any. */
-static bool method_fits(MergeMethod m, MergeAction a, const ProcKsmStat *f) {
+static bool method_fits(MergeMethod m, MergeAction a, const ProcKsmStat *f, const MapList *exact) {
         if (a == MERGE_ACTION_ENABLE)
-                return true;
+                /* Restoring ranges: process_ksm only knows the whole mm. */
+                return !(exact && exact->n > 0 && m == MERGE_METHOD_PROCESS_KSM);
         switch (m) {
         case MERGE_METHOD_PROCESS_KSM:
                 return f->merge_any == 1;
@@ -129,18 +130,27 @@ static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         return 0;
 }
 
-static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
+static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a, const MapList *exact) {
         MapList maps = {}, runs = {};
         _cleanup_free_ struct iovec *iov = NULL;
         int r;
 
-        r = proc_maps_read(pid_dirfd, &maps);
-        if (r < 0)
-                return r;
-        r = a == MERGE_ACTION_ENABLE ? map_list_anon_private(&maps, &runs) : map_list_advisable_runs(&maps, &runs);
-        map_list_done(&maps);
-        if (r < 0)
-                return r;
+        if (exact && exact->n > 0) {
+                runs.ranges = malloc(exact->n * sizeof *exact->ranges);
+                if (!runs.ranges)
+                        return -ENOMEM;
+                memcpy(runs.ranges, exact->ranges, exact->n * sizeof *exact->ranges);
+                runs.n = exact->n;
+        } else {
+                r = proc_maps_read(pid_dirfd, &maps);
+                if (r < 0)
+                        return r;
+                r = a == MERGE_ACTION_ENABLE ? map_list_anon_private(&maps, &runs)
+                                             : map_list_advisable_runs(&maps, &runs);
+                map_list_done(&maps);
+                if (r < 0)
+                        return r;
+        }
         iov = calloc(MAX(runs.n, (size_t) 1), sizeof *iov);
         if (!iov) {
                 map_list_done(&runs);
@@ -162,12 +172,24 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
 }
 
 static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const ProcKsmStat *f,
-                     InjectStats *stats, bool *ret_call_failed) {
+                     const MapList *exact, InjectStats *stats, bool *ret_call_failed) {
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
 
-        if (a == MERGE_ACTION_ENABLE || f->merge_any == 1) {
+        if (exact && exact->n > 0 && (a == MERGE_ACTION_ENABLE || f->merge_any != 1)) {
+                /* Exactly the ranges the process had marked: taken out
+                 * (DISABLE), or given back (a readmission). */
+                calls = calloc(exact->n, sizeof *calls);
+                if (!calls)
+                        return -ENOMEM;
+                for (size_t i = 0; i < exact->n; i++)
+                        calls[n++] = (InjectSyscall) {
+                                .nr = SYS_madvise,
+                                .args = { exact->ranges[i].start, exact->ranges[i].end - exact->ranges[i].start,
+                                          a == MERGE_ACTION_ENABLE ? MADV_MERGEABLE : MADV_UNMERGEABLE },
+                        };
+        } else if (a == MERGE_ACTION_ENABLE || f->merge_any == 1) {
                 calls = calloc(1, sizeof *calls);
                 if (!calls)
                         return -ENOMEM;
@@ -233,9 +255,11 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
         return 0;
 }
 
-static bool state_reached(MergeMethod m, MergeAction a, const ProcKsmStat *f) {
+static bool state_reached(MergeMethod m, MergeAction a, const ProcKsmStat *f, const MapList *exact) {
         if (a == MERGE_ACTION_DISABLE)
                 return f->merge_any != 1 && f->mergeable != 1;
+        if (exact && exact->n > 0)
+                return f->mergeable == 1 && f->merge_any != 1;
         if (m == MERGE_METHOD_MADVISE)
                 return f->mergeable == 1 || f->merge_any == 1;
         return f->merge_any == 1;
@@ -262,7 +286,7 @@ static bool inject_refusal(int r) {
 }
 
 static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, int pid_dirfd,
-                      const ProcessAction *a, const ProcKsmStat *f, MergeOutcome *o) {
+                      const ProcessAction *a, const ProcKsmStat *f, const MapList *exact, MergeOutcome *o) {
         InjectStats stats = {};
         bool call_failed = false;
         int r;
@@ -273,10 +297,10 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_process_ksm(c, pidfd, a->action);
                 break;
         case MERGE_METHOD_MADVISE:
-                r = do_remote_madvise(pidfd, pid_dirfd, a->action);
+                r = do_remote_madvise(pidfd, pid_dirfd, a->action, exact);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, &stats, &call_failed);
+                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, exact, &stats, &call_failed);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:
@@ -312,7 +336,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 set_text(o, "method %s: process exited", name);
                 return 0;
         }
-        if (r >= 0 && !state_reached(m, a->action, &after)) {
+        if (r >= 0 && !state_reached(m, a->action, &after, exact)) {
                 o->kind = MERGE_OUTCOME_FAILED;
                 o->error = EIO;
                 set_text(o, "method %s failed: the kernel accepted it but ksm_stat says merge_any=%d mergeable=%d",
@@ -326,6 +350,48 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                          merge_action_to_string(a->action), stats.tid, stats.pause_usec);
         else
                 set_text(o, "method %s: %sd", name, merge_action_to_string(a->action));
+        return 0;
+}
+
+void merge_restore_book_done(MergeRestoreBook *b) {
+        for (size_t i = 0; i < b->n; i++)
+                map_list_done(&b->entries[i].ranges);
+        free(b->entries);
+        *b = (MergeRestoreBook) {};
+}
+
+const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, uint64_t start_time_ticks) {
+        for (size_t i = 0; b && i < b->n; i++)
+                if (b->entries[i].pid == pid && b->entries[i].start_time_ticks == start_time_ticks)
+                        return &b->entries[i];
+        return NULL;
+}
+
+static void restore_forget(MergeRestoreBook *b, int pid) {
+        for (size_t i = 0; b && i < b->n;)
+                if (b->entries[i].pid == pid) {
+                        map_list_done(&b->entries[i].ranges);
+                        memmove(&b->entries[i], &b->entries[i + 1], (b->n - i - 1) * sizeof *b->entries);
+                        b->n--;
+                } else
+                        i++;
+}
+
+/* Takes over *ranges. */
+static int restore_remember(MergeRestoreBook *b, int pid, uint64_t start_time_ticks, bool merge_any,
+                            MapList *ranges) {
+        restore_forget(b, pid);
+        if (b->n >= MERGE_RESTORE_MAX)
+                restore_forget(b, b->entries[0].pid);
+        if (greedy_realloc((void **) &b->entries, &b->alloc, b->n + 1, sizeof *b->entries, 16) < 0)
+                return -ENOMEM;
+        b->entries[b->n++] = (MergeRestoreEntry) {
+                .pid = pid,
+                .start_time_ticks = start_time_ticks,
+                .merge_any = merge_any,
+                .ranges = *ranges,
+        };
+        *ranges = (MapList) {};
         return 0;
 }
 
@@ -382,6 +448,29 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 return 0;
         }
 
+        /* What switching off takes away and switching on gives back. Off,
+         * for a process that marked ranges itself: exactly its VM_MERGEABLE
+         * ranges (smaps), remembered for when it comes back. On, after the
+         * daemon took it out: what it had, not more. */
+        _cleanup_(map_list_done) MapList exact = {};
+        const MergeRestoreEntry *rec = NULL;
+        if (a->action == MERGE_ACTION_DISABLE && f.merge_any != 1) {
+                r = proc_smaps_read_mergeable(pid_dirfd, &exact);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        log_debug_errno(r, "pid %d: smaps: %m; unmarking every advisable range", a->pid);
+        } else if (a->action == MERGE_ACTION_ENABLE && (rec = merge_restore_find(c->restore, a->pid,
+                                                                               a->start_time_ticks))) {
+                if (!rec->merge_any && rec->ranges.n > 0) {
+                        exact.ranges = malloc(rec->ranges.n * sizeof *exact.ranges);
+                        if (!exact.ranges)
+                                return -ENOMEM;
+                        memcpy(exact.ranges, rec->ranges.ranges, rec->ranges.n * sizeof *exact.ranges);
+                        exact.n = rec->ranges.n;
+                }
+        }
+
         MergeMethod chain[3];
         size_t n = 0;
         if (a->method == MERGE_METHOD_ANY) {
@@ -397,7 +486,7 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 int e;
                 const char *why = method_unavailable(c, chain[i], &e);
                 const char *name = merge_method_to_string(chain[i]);
-                if (why || !method_fits(chain[i], a->action, &f)) {
+                if (why || !method_fits(chain[i], a->action, &f, &exact)) {
                         if (n > 1)
                                 continue;
                         o->used = chain[i];
@@ -415,9 +504,21 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                         return 0;
                 }
                 any_tried = true;
-                r = try_method(c, chain[i], pidfd, a->pid, pid_dirfd, a, &f, o);
+                r = try_method(c, chain[i], pidfd, a->pid, pid_dirfd, a, &f, &exact, o);
                 if (r < 0)
                         return r;
+                if (o->kind == MERGE_OUTCOME_GONE)
+                        restore_forget(c->restore, a->pid);
+                if (o->kind == MERGE_OUTCOME_DONE && c->restore) {
+                        if (a->action == MERGE_ACTION_ENABLE)
+                                restore_forget(c->restore, a->pid);
+                        else {
+                                r = restore_remember(c->restore, a->pid, a->start_time_ticks, f.merge_any == 1,
+                                                     &exact);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
                 if (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_GONE)
                         break;
                 /* Method=any goes on to the next mechanism; keep what failed. */
@@ -570,6 +671,7 @@ struct MergeWorker {
         MergeReport done;
         bool have_done;
         MergeLedger ledger;
+        MergeRestoreBook restore;       /* this thread's alone */
 };
 
 static void cond_wait_until(MergeWorker *w, uint64_t until_usec) {
@@ -666,6 +768,7 @@ static MergeWorker *worker_free(MergeWorker *w) {
         free(w->pending);
         merge_report_done(&w->done);
         merge_ledger_done(&w->ledger);
+        merge_restore_book_done(&w->restore);
         free(w);
         return NULL;
 }
@@ -691,6 +794,7 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         w->ctx.probe = &w->probe;
         w->ctx.root = &w->root;
         w->ctx.give_up_usec = &w->give_up_usec;
+        w->ctx.restore = &w->restore;
         pthread_mutex_init(&w->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);

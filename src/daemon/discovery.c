@@ -133,6 +133,12 @@ Discovery *discovery_free(Discovery *d) {
         return NULL;
 }
 
+void discovery_note_exclusion(Discovery *d, const ProcessAction *a) {
+        Process *p = process_table_get(d->table, a->pid);
+        if (p && p->start_time_ticks == a->start_time_ticks)
+                p->excluded = a->action == MERGE_ACTION_DISABLE;
+}
+
 const ProcessTable *discovery_processes(const Discovery *d) {
         return d->table;
 }
@@ -186,8 +192,11 @@ static void classify_one(Discovery *d, Process *p) {
 }
 
 static void announce_verdict(Discovery *d, Process *p) {
-        if (!p->have_verdict || p->verdict_logged || p->verdict.action == VERDICT_LEAVE_ALONE ||
-            p->verdict.action == VERDICT_WAIT)
+        /* Left alone is news only when a policy matched and the process's
+         * own opt-out decided it: the administrator may wonder why a guest
+         * under 50-vms.policy does not merge. */
+        if (!p->have_verdict || p->verdict_logged ||
+            (p->verdict.action == VERDICT_LEAVE_ALONE && !p->verdict.opted_out) || p->verdict.action == VERDICT_WAIT)
                 return;
         p->verdict_logged = true;
         const char *comm = CESCAPE(p->comm, CESCAPE_ASCII);
@@ -615,8 +624,13 @@ static int plan_process(Discovery *d, Process *p, uint64_t now, Plan *plan) {
                 return 0;
         int on = process_merging_enabled(p);
         MergeAction a;
-        if (p->verdict.action == VERDICT_MERGE && on == 0)
+        if (p->verdict.action == VERDICT_MERGE && on == 0) {
+                /* Excluded by the controller: only its readmission switches
+                 * merging back on. */
+                if (p->excluded)
+                        return 0;
                 a = MERGE_ACTION_ENABLE;
+        }
         else if (p->verdict.action == VERDICT_DONT_MERGE && on == 1)
                 a = MERGE_ACTION_DISABLE;
         else

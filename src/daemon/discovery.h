@@ -81,6 +81,9 @@ int discovery_tick(Discovery *d, Plan *plan);
 int discovery_scan(Discovery *d);
 
 const ProcessTable *discovery_processes(const Discovery *d);
+/* The controller excluded (DISABLE) or readmitted (ENABLE) a process: until
+ * it readmits one, discovery plans no ENABLE for it, whatever its verdict. */
+void discovery_note_exclusion(Discovery *d, const ProcessAction *a);
 const PolicySet *discovery_policies(const Discovery *d);
 void discovery_get_status(Discovery *d, DiscoveryStatus *ret);
 

@@ -158,6 +158,15 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
                 log_oom();
                 return;
         }
+        /* The controller owns an excluded process's merge state until it
+         * readmits it: tell discovery, whose plan_process() would switch
+         * merging back on at its next tick. */
+        for (size_t i = 0; m->discovery && i < b->n_actions; i++)
+                for (size_t k = 0; k < all.n_actions; k++)
+                        if (all.actions[k].pid == b->actions[i].pid && all.actions[k].action == b->actions[i].action) {
+                                discovery_note_exclusion(m->discovery, &b->actions[i]);
+                                break;
+                        }
         merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
         r = merge_worker_submit(m->merge, all.actions, all.n_actions);
         n = all.n_actions;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "classify.h"
+#include "opt-out.h"
 #include "util.h"
 
 static bool any_glob(const PolicyGlobs *g, const char *s, int flags) {
@@ -148,6 +149,26 @@ void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Pr
                         v.action = VERDICT_WAIT;
                         set_reason(&v, "age %s < MinAge=%s%s", format_timespan(a, sizeof a, age),
                                    format_timespan(b, sizeof b, pol->min_age_usec), tail);
+                        *ret = v;
+                        return;
+                }
+        }
+        /* A process that opted out of KSM itself keeps its choice: only an
+         * administrator's OverrideOptOut=yes switches merging on for it.
+         * Tuning-only policies (Method=none) never switch anything on. */
+        if (v.method != MERGE_METHOD_NONE && !pol->override_opt_out && opt_out_applies(p)) {
+                char opt[160];
+                if (!p->cmdline_read) {
+                        v.action = VERDICT_WAIT;
+                        v.needs_cmdline = true;
+                        set_reason(&v, "waiting for the command line (QEMU may have opted out of KSM)");
+                        *ret = v;
+                        return;
+                }
+                if (opt_out_find(p->cmdline, opt, sizeof opt)) {
+                        v.action = VERDICT_LEAVE_ALONE;
+                        v.opted_out = true;
+                        set_reason(&v, "opted out of KSM itself (%s); only OverrideOptOut=yes overrides", opt);
                         *ret = v;
                         return;
                 }

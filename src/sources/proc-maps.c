@@ -97,6 +97,69 @@ int proc_maps_read(int pid_dirfd, MapList *ret) {
         return proc_maps_parse(buf, ret);
 }
 
+int proc_smaps_parse_mergeable(const char *text, MapList *ret) {
+        MapList l = {};
+        size_t alloc = 0;
+        bool have = false;
+        MapRange cur = {};
+        _cleanup_free_ char *copy = strdup(text);
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = copy, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                if (!*line)
+                        continue;
+                MapRange m;
+                /* A mapping's header is a maps line; its fields follow as
+                 * "Key: value" lines, VmFlags last. */
+                if (parse_line(line, &m) >= 0) {
+                        cur = m;
+                        have = true;
+                        continue;
+                }
+                if (!startswith(line, "VmFlags:"))
+                        continue;
+                if (!have) {
+                        map_list_done(&l);
+                        return -EINVAL;
+                }
+                have = false;
+                bool mg = false;
+                for (const char *f = line + strlen("VmFlags:"); *f;) {
+                        while (*f == ' ')
+                                f++;
+                        if (f[0] == 'm' && f[1] == 'g' && (f[2] == ' ' || f[2] == 0))
+                                mg = true;
+                        while (*f && *f != ' ')
+                                f++;
+                }
+                if (!mg)
+                        continue;
+                cur.mergeable = true;
+                if (l.n > 0 && l.ranges[l.n - 1].end == cur.start) {
+                        l.ranges[l.n - 1].end = cur.end;
+                        continue;
+                }
+                if (map_list_push(&l, &cur, &alloc) < 0) {
+                        map_list_done(&l);
+                        return -ENOMEM;
+                }
+        }
+        *ret = l;
+        return 0;
+}
+
+int proc_smaps_read_mergeable(int pid_dirfd, MapList *ret) {
+        _cleanup_free_ char *buf = NULL;
+        int r = procfs_read_pid_file(pid_dirfd, "smaps", PROC_MAPS_MAX, &buf);
+        if (r < 0)
+                return r;
+        return proc_smaps_parse_mergeable(buf, ret);
+}
+
 static int filter_runs(const MapList *l, bool (*keep)(const MapRange *), MapList *ret) {
         MapList out = {};
         size_t alloc = 0;

@@ -70,6 +70,37 @@ static void test_maps_garbage(void **state) {
         map_list_done(&l);
 }
 
+/* A QEMU guest's RAM marked by QEMU itself, a heap it did not mark, and a
+ * range right after the guest RAM marked as well (coalesced). */
+static const char smaps[] =
+        "55d0a0000000-55d0a0021000 rw-p 00000000 00:00 0                          [heap]\n"
+        "Size:                132 kB\n"
+        "Rss:                   8 kB\n"
+        "VmFlags: rd wr mr mw me ac sd \n"
+        "7f0000001000-7f0040001000 rw-p 00000000 00:00 0 \n"
+        "Size:            1048576 kB\n"
+        "KSM:                   0 kB\n"
+        "VmFlags: rd wr mr mw me ac sd mg\n"
+        "7f0040001000-7f0040801000 rw-p 00000000 00:00 0 \n"
+        "Size:               8192 kB\n"
+        "VmFlags: rd wr mr mw me ac mg sd\n"
+        "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n"
+        "Size:                132 kB\n"
+        "VmFlags: rd wr mr mw me gd ac mgx\n";
+
+static void test_smaps_mergeable(void **state) {
+        MapList l = {};
+        assert_int_equal(proc_smaps_parse_mergeable(smaps, &l), 0);
+        assert_int_equal(l.n, 1);
+        assert_int_equal(l.ranges[0].start, 0x7f0000001000);
+        assert_int_equal(l.ranges[0].end, 0x7f0040801000);
+        assert_true(l.ranges[0].mergeable);
+        map_list_done(&l);
+        assert_int_equal(proc_smaps_parse_mergeable("VmFlags: rd wr mg\n", &l), -EINVAL);
+        assert_int_equal(proc_smaps_parse_mergeable("", &l), 0);
+        assert_int_equal(l.n, 0);
+}
+
 static void test_outcomes_without_process(void **state) {
         Probe p = {};
         MergeContext c = { .probe = &p };
@@ -151,6 +182,7 @@ int main(void) {
                 cmocka_unit_test(test_seccomp_eval),
                 cmocka_unit_test(test_maps_parse),
                 cmocka_unit_test(test_maps_garbage),
+                cmocka_unit_test(test_smaps_mergeable),
                 cmocka_unit_test(test_outcomes_without_process),
                 cmocka_unit_test(test_ledger),
         };

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "classify.h"
+#include "opt-out.h"
 #include "fake-tree.h"
 #include "fileio.h"
 #include "policy-load.h"
@@ -348,7 +349,7 @@ static void test_classify(void **state) {
 
         Process vm = { .pid = 10, .comm = "qemu-system-x86", .exe = "/usr/bin/qemu-system-x86_64",
                        .cgroup = "machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/emulator",
-                       .rss_anon_kib = 12 * 1024 };
+                       .rss_anon_kib = 12 * 1024, .cmdline_read = true /* no opt-out in it */ };
         classify_process(&s, &ctx, &vm, &v);
         assert_int_equal(v.action, VERDICT_WAIT);
         assert_string_equal(v.reason, "anon RSS 12 MiB < MinAnonMiB=64");
@@ -491,11 +492,95 @@ static void test_shipped_policies(void **state) {
         Process vm = { .pid = 11, .comm = "qemu-system-x86", .exe = "/usr/bin/qemu-system-x86_64",
                        .cgroup = "machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator",
                        .rss_anon_kib = 1 << 22 };
+        /* A guest may have opted out: the verdict waits for its command line. */
+        classify_process(&s, &ctx, &vm, &v);
+        assert_int_equal(v.action, VERDICT_WAIT);
+        assert_true(v.needs_cmdline);
+        vm.cmdline_read = true;
+        vm.cmdline = (char *) "/usr/bin/qemu-system-x86_64 -name guest=web -machine pc-q35-8.2,usb=off,dump-guest-core=off "
+                              "-m 4096";
         classify_process(&s, &ctx, &vm, &v);
         assert_int_equal(v.action, VERDICT_MERGE);
+        /* libvirt's <nosharepages/>: the shipped policy keeps the guest's choice. */
+        vm.cmdline = (char *) "/usr/bin/qemu-system-x86_64 -name guest=db -machine "
+                              "pc-q35-8.2,usb=off,mem-merge=off,dump-guest-core=off -m 4096";
+        classify_process(&s, &ctx, &vm, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        assert_true(v.opted_out);
+        assert_non_null(strstr(v.reason, "mem-merge=off"));
+        vm.cmdline = NULL;
         Process other = { .pid = 12, .comm = "bash", .exe = "/usr/bin/bash", .cgroup = "user.slice" };
         classify_process(&s, &ctx, &other, &v);
         assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        policy_set_done(&s);
+}
+
+static void test_opt_out_find(void **state) {
+        char buf[160];
+        static const struct {
+                const char *cmdline;
+                bool out;
+        } cases[] = {
+                { "qemu-system-x86_64 -machine mem-merge=off", true },
+                { "qemu-system-x86_64 -M pc,mem-merge=no -m 1G", true },
+                { "qemu-system-x86_64 --machine q35,mem-merge=false", true },
+                { "qemu-system-x86_64 -machine=pc,mem-merge=off", true },
+                { "qemu-system-x86_64 -machine pc,mem-merge=on", false },
+                { "qemu-system-x86_64 -machine pc", false },
+                /* the later -machine wins, as in QEMU */
+                { "qemu-system-x86_64 -machine mem-merge=off -machine mem-merge=on", false },
+                { "qemu-system-x86_64 -machine mem-merge=on -machine mem-merge=off", true },
+                /* not an option: in a name, an escaped comma, another option's value */
+                { "qemu-system-x86_64 -name mem-merge=off -machine pc", false },
+                { "qemu-system-x86_64 -machine pc,x=a,,mem-merge=off", false },
+                { "qemu-system-x86_64 -machine pc,mem-merge=offf", false },
+                { "qemu-system-x86_64 -machine", false },
+                { "", false },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                buf[0] = 0;
+                if (opt_out_find(cases[i].cmdline, buf, sizeof buf) != cases[i].out)
+                        fail_msg("opt_out_find(\"%s\") != %d", cases[i].cmdline, cases[i].out);
+                if (cases[i].out)
+                        assert_non_null(strstr(buf, "mem-merge="));
+        }
+        assert_false(opt_out_find(NULL, buf, sizeof buf));
+
+        Process q = { .comm = "qemu-system-x86", .exe = (char *) "/usr/bin/qemu-system-x86_64" };
+        assert_true(opt_out_applies(&q));
+        Process k = { .comm = "kvm" };
+        assert_true(opt_out_applies(&k));
+        Process j = { .comm = "java", .exe = (char *) "/usr/bin/java" };
+        assert_false(opt_out_applies(&j));
+}
+
+/* Only an administrator's explicit OverrideOptOut=yes switches merging on
+ * for a guest that opted out; a tuning-only policy never waits for it. */
+static void test_override_opt_out(void **state) {
+        _cleanup_free_ char *dir = path_of("override");
+        fake_write(&tree, "override/10-mine.policy",
+                   "[Match]\nComm=qemu-system-*\n[Merge]\nMode=auto\nMethod=inject\nOverrideOptOut=yes\n");
+        fake_write(&tree, "override/20-tune.policy", "[Match]\nComm=kvm\n[Merge]\nMethod=none\n");
+        char *dirs[] = { dir, NULL };
+        PolicySet s = {};
+        ConfDiag d = {};
+        assert_int_equal(policy_set_load(dirs, NULL, &s, &d), 0);
+        dump(&d);
+        assert_int_equal(d.n, 0);
+        assert_true(s.policies[0].override_opt_out);
+        assert_false(s.policies[1].override_opt_out);
+
+        ClassifyContext ctx = { .now_boottime_usec = 1000 * USEC_PER_SEC };
+        Verdict v;
+        Process vm = { .pid = 11, .comm = "qemu-system-x86", .rss_anon_kib = 1 << 20, .cmdline_read = true,
+                       .cmdline = (char *) "qemu-system-x86_64 -machine mem-merge=off" };
+        classify_process(&s, &ctx, &vm, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_false(v.opted_out);
+        Process kvm = { .pid = 12, .comm = "kvm", .rss_anon_kib = 1 << 20 };
+        classify_process(&s, &ctx, &kvm, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_false(v.needs_cmdline);
         policy_set_done(&s);
 }
 
@@ -532,6 +617,8 @@ int main(void) {
                 cmocka_unit_test(test_glob),
                 cmocka_unit_test(test_classify),
                 cmocka_unit_test(test_shipped_policies),
+                cmocka_unit_test(test_opt_out_find),
+                cmocka_unit_test(test_override_opt_out),
                 cmocka_unit_test(test_man_page_has_every_key),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
