@@ -42,8 +42,10 @@ echo none > $KSM/advisor_mode
 before=$(ksm_guard_knobs_now)
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
-# First match wins, in lexical order. MinAge keeps the daemon from switching
-# merging on for either: they mark their own memory.
+# First match wins, in lexical order. Both mark their own memory
+# (MADV_MERGEABLE on their buffer), so a policy has nothing to switch on;
+# once the controller took the Mode=auto one out, only its readmission may
+# (no MinAge= hides a policy that would switch it back on at the next tick).
 cat > "$tmp/policy.d/40-always.policy" <<'POLICY'
 [Match]
 Cmdline=*--seed 32*
@@ -57,7 +59,6 @@ Comm=ksm-workload
 [Merge]
 Mode=auto
 Method=any
-MinAge=1h
 POLICY
 cat > "$tmp/k.conf" <<CONF
 [Daemon]
@@ -65,6 +66,8 @@ Interval=1s
 RuntimeDirectory=$tmp/run
 PolicyDirectories=$tmp/policy.d
 LogLevel=debug
+[Tuning]
+ReadmitAfter=6s
 CONF
 # Started after the contender, as on a host where it runs already: a
 # process that enters KSM while the daemon watches is judged only two full
@@ -117,6 +120,33 @@ grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on
 [ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender still has mergeable memory"
 alive_untouched "$auto_pid"
 echo "excluded: $(grep -o "excluding pid $auto_pid .*" "$tmp/log" | head -1)"
+merge_any() { awk '/^ksm_merge_any:/ {print $2}' "/proc/$1/ksm_stat"; }
+[ "$(merge_any "$auto_pid")" = no ] || fail "contender $auto_pid had ksm_merge_any before readmission"
+
+# The exclusion sticks for ReadmitAfter=6s: discovery, whose policy verdict
+# is still "merge", must not switch it back on at its next ticks (1 s each).
+sleep 3
+grep -q "pid $auto_pid (ksm-workload): method [a-z_]*: enabled" "$tmp/log" &&
+        fail "discovery switched the excluded contender back on before its readmission"
+[ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender $auto_pid merges again before its readmission"
+
+# Readmitted, it gets back exactly what it had: its MADV_MERGEABLE buffer,
+# not PR_SET_MEMORY_MERGE over its whole mm (ksm_merge_any). Read at once:
+# the next contention window, which could take it out again, is 30 s away.
+readmitted=
+for _ in $(seq 400); do
+        if grep -q "pid $auto_pid (ksm-workload): method [a-z_]*: enabled" "$tmp/log"; then
+                readmitted=$(mergeable "$auto_pid")/$(merge_any "$auto_pid")
+                break
+        fi
+        sleep 0.05
+done
+grep "readmitting pid $auto_pid" "$tmp/log" | head -1
+[ -n "$readmitted" ] || fail "contender $auto_pid not readmitted within 20 s (ReadmitAfter=6s)"
+[ "$readmitted" = yes/no ] ||
+        fail "readmission gave contender $auto_pid mergeable/merge_any = $readmitted, not what it had (yes/no)"
+alive_untouched "$auto_pid"
+echo "readmitted with exactly its own ranges: ksm_mergeable/ksm_merge_any = $readmitted"
 
 # It goes (stdin closed), so the next one contends alone, as this one did.
 stop_daemon
