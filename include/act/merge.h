@@ -101,6 +101,8 @@ typedef struct MergeOutcome {
          * 77)", "method madvise unsupported: EINVAL (...)". */
         char text[192];
         char reason[192];               /* the action's reason (which policy wanted it) */
+        bool restored_own;              /* ENABLE gave back merging the process had of its own (not the
+                                         * daemon's doing): UnmergeOnExit= leaves it (merge_ledger_update) */
 } MergeOutcome;
 
 static inline bool merge_outcome_ok(const MergeOutcome *o) {
@@ -126,6 +128,7 @@ typedef struct MergeRestoreEntry {
         int pid;
         uint64_t start_time_ticks;
         bool merge_any;                 /* it had ksm_merge_any: PR_SET_MEMORY_MERGE restores it */
+        bool ours;                      /* the daemon had switched it on (it was in the ledger) */
         MapList ranges;                 /* else the VM_MERGEABLE ranges it had (smaps "mg") */
 } MergeRestoreEntry;
 
@@ -142,6 +145,7 @@ const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, 
 
 typedef struct MergeContext {
         MergeRestoreBook *restore;      /* NULL: switching on is always whole-mm (or all anon ranges) */
+        const struct MergeLedger *ledger; /* what the daemon switched on, for MergeRestoreEntry.ours; NULL */
         const Root *root;
         const Probe *probe;
         bool dry_run;

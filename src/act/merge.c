@@ -378,7 +378,14 @@ static void restore_forget(MergeRestoreBook *b, int pid) {
 }
 
 /* Takes over *ranges. */
-static int restore_remember(MergeRestoreBook *b, int pid, uint64_t start_time_ticks, bool merge_any,
+static bool ledger_has(const MergeLedger *l, int pid, uint64_t start_time_ticks) {
+        for (size_t i = 0; l && i < l->n; i++)
+                if (l->entries[i].pid == pid && l->entries[i].start_time_ticks == start_time_ticks)
+                        return true;
+        return false;
+}
+
+static int restore_remember(MergeRestoreBook *b, int pid, uint64_t start_time_ticks, bool merge_any, bool ours,
                             MapList *ranges) {
         restore_forget(b, pid);
         if (b->n >= MERGE_RESTORE_MAX)
@@ -389,6 +396,7 @@ static int restore_remember(MergeRestoreBook *b, int pid, uint64_t start_time_ti
                 .pid = pid,
                 .start_time_ticks = start_time_ticks,
                 .merge_any = merge_any,
+                .ours = ours,
                 .ranges = *ranges,
         };
         *ranges = (MapList) {};
@@ -510,11 +518,12 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 if (o->kind == MERGE_OUTCOME_GONE)
                         restore_forget(c->restore, a->pid);
                 if (o->kind == MERGE_OUTCOME_DONE && c->restore) {
-                        if (a->action == MERGE_ACTION_ENABLE)
+                        if (a->action == MERGE_ACTION_ENABLE) {
+                                o->restored_own = rec && !rec->ours;
                                 restore_forget(c->restore, a->pid);
-                        else {
+                        } else {
                                 r = restore_remember(c->restore, a->pid, a->start_time_ticks, f.merge_any == 1,
-                                                     &exact);
+                                                     ledger_has(c->ledger, a->pid, a->start_time_ticks), &exact);
                                 if (r < 0)
                                         return r;
                         }
@@ -619,7 +628,7 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
         for (size_t i = 0; i < r->n; i++) {
                 const MergeOutcome *o = &r->outcomes[i];
                 ledger_forget(l, o->pid);
-                if (!(o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE))
+                if (!(o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE) || o->restored_own)
                         continue;
                 if (greedy_realloc((void **) &l->entries, &l->alloc, l->n + 1, sizeof *l->entries, 16) < 0)
                         return -ENOMEM;
@@ -795,6 +804,7 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         w->ctx.root = &w->root;
         w->ctx.give_up_usec = &w->give_up_usec;
         w->ctx.restore = &w->restore;
+        w->ctx.ledger = &w->ledger;
         pthread_mutex_init(&w->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
