@@ -121,6 +121,9 @@ static void test_ledger(void **state) {
                 { .pid = 11, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_ALREADY },
                 { .pid = 12, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
                 { .pid = 12, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_DONE },
+                /* a readmission that gave back what the process had of its own */
+                { .pid = 13, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT,
+                  .restored_own = true },
         };
         MergeReport r = { .outcomes = out, .n = ELEMENTSOF(out) };
         MergeLedger l = {};
