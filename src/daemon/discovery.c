@@ -200,8 +200,9 @@ static void announce_verdict(Discovery *d, Process *p) {
                               .method = merge_method_to_string(v->method), .policy = policy),
                    "pid %d (%s): %s by %s: %s", p->pid, comm, verdict_action_to_string(v->action), policy, v->reason);
         if (d->opts.decisions)
-                decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s: %s", p->pid, comm,
-                                 verdict_action_to_string(v->action), policy, v->reason);
+                decision_log_add_about(d->opts.decisions, DECISION_SUBJECT_PROCESS(p), "policy",
+                                       "pid %d (%s): %s by %s: %s", p->pid, comm,
+                                       verdict_action_to_string(v->action), policy, v->reason);
 }
 
 /* Reads the facts of pid into the table and classifies it. 0 when the

@@ -89,6 +89,16 @@ const ProcessTable *manager_processes(const Manager *m) {
         return m->discovery ? discovery_processes(m->discovery) : NULL;
 }
 
+static bool process_owner(const void *userdata, int pid, uid_t *ret_uid, uid_t *ret_euid) {
+        const ProcessTable *t = manager_processes(userdata);
+        const Process *p = t ? process_table_get(t, pid) : NULL;
+        if (!p)
+                return false;
+        *ret_uid = p->uid;
+        *ret_euid = p->euid;
+        return true;
+}
+
 uint64_t manager_managed_processes(const Manager *m) {
         DiscoveryStatus st = {};
         if (m->discovery)
@@ -254,6 +264,8 @@ int manager_tick(Manager *m) {
                 r = tuner_tick(m->tuner, &s, &m->config, &m->decisions, &plan, &m->next_tick_usec);
                 if (r < 0)
                         return log_error_errno(r, "Tuning failed: %m");
+                /* The controller names pids only: their owners, for the bus. */
+                decision_log_resolve_owners(&m->decisions, process_owner, m);
                 if (s.ksm_present)
                         apply_knob_plan(m, &plan.knobs);
         }
