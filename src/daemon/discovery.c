@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -554,7 +555,7 @@ int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag) {
         d->policies = s;
         PROCESS_TABLE_FOREACH(p, d->table, i)
                 classify_one(d, p);
-        return (int) s.n_rejected;
+        return (int) MIN(s.n_rejected + s.n_kept, (size_t) INT_MAX);
 }
 
 static void on_mm_read(MmReadResult *r, void *userdata) {

@@ -354,6 +354,14 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                          r == -EBADMSG ? "it cannot be parsed" : strerror(-r));
         manager_note_request(m, request_origin(msg, origin, sizeof origin), "configuration reloaded");
         manager_bus_emit_changes(m);
+        if (r > 0) {
+                _cleanup_strv_free_ char **copies = NULL;
+                return sd_bus_error_setf(error, BUS_ERROR_RELOAD_FAILED,
+                                         "Reloading the policies failed: %s; the configuration and the other "
+                                         "policies are in force, a rejected file keeps its previous version if it "
+                                         "had one, every problem is in the daemon's log.",
+                                         bus_str(&copies, manager_policy_rejected(m) ?: "a policy file was rejected"));
+        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
