@@ -57,10 +57,10 @@ static const char *bus_str(char ***copies, const char *s) {
  * with GetConnectionCredentials), never from arguments; (uid_t) -1 when
  * unknown. Not SD_BUS_CREDS_AUGMENT: that fills what the driver leaves out
  * from /proc/PID of the sender's pid, which by then may name another
- * process. For the decision log, and for what the caller
- * may see: a process's details go to its owner and root only
- * (process_visible_to(), ksmtuned2(8) "What callers see"), as the kernel
- * shows /proc/PID/ksm_stat, exe and, under hidepid=, the rest. */
+ * process. For the decision log, and for what the caller may see: a
+ * process's details go to its owner and root only (process_visible_to(),
+ * ksmtuned2(8) "What callers see"), as the kernel shows /proc/PID/ksm_stat,
+ * exe and, under hidepid=, the rest. */
 static uid_t sender_uid(sd_bus_message *msg) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
         uid_t uid = (uid_t) -1;
