@@ -896,13 +896,30 @@ static const TableColumn process_columns[] = {
 };
 
 /* The daemon lists a caller's own processes only, root's all: say so under
- * the table, so an empty one does not read as "nothing merges". Only where
- * this uid is the one the daemon sees (not over -H or -M). */
+ * the table, so an empty one does not read as "nothing merges", with the
+ * host's totals, which are everyone's. Only where this uid is the one the
+ * daemon sees (not over -H or -M). */
 static void note_own_processes_only(const KsmctlOptions *o, const char *what) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *saved_reply = NULL, *managed_reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t saved;
+        uint32_t managed;
+        char b[32];
+
         if (geteuid() == 0 || o->host || o->machine)
                 return;
-        printf("%s; ksmtuned2 shows other users' processes to root only "
-               "(the host's totals: ksmctl status).\n", what);
+        printf("%s; ksmtuned2 shows other users' processes to root only.\n", what);
+        if (bus_open(o, &bus, &error) < 0 ||
+            bus_call(bus, "org.freedesktop.DBus.Properties", "Get", &error, &saved_reply, "ss", BUS_INTERFACE,
+                     "SavedBytes") < 0 ||
+            bus_call(bus, "org.freedesktop.DBus.Properties", "Get", &error, &managed_reply, "ss", BUS_INTERFACE,
+                     "ManagedProcesses") < 0 ||
+            sd_bus_message_read(saved_reply, "v", "t", &saved) < 0 ||
+            sd_bus_message_read(managed_reply, "v", "u", &managed) < 0)
+                return; /* the table was read: the totals are a bonus */
+        printf("The host in all: %s saved, %" PRIu32 " process%s managed.\n", format_bytes(b, sizeof b, saved),
+               managed, managed == 1 ? "" : "es");
 }
 
 static int list_processes(const KsmctlOptions *o) {

@@ -199,8 +199,10 @@ ok "LastDecisions: the text about another user's process hidden, the entry and i
 out=$(as_nobody "$KSMCTL" list --all) || fail "ksmctl list as nobody"
 grep -q "^$pid_nobody  *ksm-workload " <<<"$out" || fail "nobody's ksmctl list lacks its own workload: $out"
 ! grep -q "^$pid_root \|^$pid_other " <<<"$out" || fail "nobody's ksmctl list shows another user's process: $out"
-grep -q "^Only your own processes are listed; ksmtuned2 shows other users' processes to root only" <<<"$out" ||
+grep -q "^Only your own processes are listed; ksmtuned2 shows other users' processes to root only\.$" <<<"$out" ||
         fail "ksmctl list as nobody does not say others are hidden: $out"
+grep -q "^The host in all: [0-9.]* [KMGTP]\?i\?B saved, [0-9]* processes managed\.$" <<<"$out" ||
+        fail "ksmctl list as nobody lacks the host's totals: $out"
 "$KSMCTL" list --all | grep -q "^$pid_root " || fail "root's ksmctl list lacks root's workload"
 "$KSMCTL" list --all | grep -q "Only your own" && fail "root's ksmctl list says others are hidden"
 out=$(as_other "$KSMCTL" list --cgroups) || fail "ksmctl list --cgroups as uid $other"
