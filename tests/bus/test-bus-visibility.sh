@@ -51,10 +51,10 @@ if ! getent passwd "$TEST_USER" >/dev/null; then
                 fail "useradd $TEST_USER"
 fi
 other=$(id -u "$TEST_USER") other_gid=$(id -g "$TEST_USER")
-as_uid() { # uid command...: as that uid, with its own group (nobody's: nogroup, 65534)
-        local u=$1 g=$1; shift
-        [ "$u" = "$other" ] && g=$other_gid
-        setpriv --reuid="$u" --regid="$g" --clear-groups -- "$@"
+gid_of() { if [ "$1" = "$other" ]; then echo "$other_gid"; else echo "$1"; fi; } # nobody's: nogroup, 65534
+as_uid() { # uid command...: as that uid, with its own group
+        local u=$1; shift
+        setpriv --reuid="$u" --regid="$(gid_of "$u")" --clear-groups -- "$@"
 }
 as_nobody() { as_uid 65534 "$@"; }
 as_other() { as_uid "$other" "$@"; }
@@ -94,7 +94,7 @@ start_workload() { # name uid
         fi
         mkfifo "$tmp/$name.in"
         sh -c '[ -z "$1" ] || echo $$ > "$1/cgroup.procs"; shift; exec "$@"' sh "$cg" \
-                setpriv --reuid="$u" --regid="$([ "$u" = "$other" ] && echo "$other_gid" || echo "$u")" --clear-groups -- \
+                setpriv --reuid="$u" --regid="$(gid_of "$u")" --clear-groups -- \
                 "$KSM_WORKLOAD" --merge none --unique 4 --copies 1 < "$tmp/$name.in" > "$tmp/$name.out" &
         wl_pids+=($!)
         exec {fd}>"$tmp/$name.in"
