@@ -3,9 +3,9 @@
 # What callers see (ksmtuned2(8)): on a private bus, root, nobody and a
 # second unprivileged user each run a workload. Each user sees the full
 # detail of their own process only, in ListProcesses, ListCgroups, Explain,
-# LastDecisions and `ksmctl list`; root sees all three; everyone reads the
-# host's totals. state.json is root's alone, the metrics file root's and
-# its group's.
+# LastDecisions and `ksmctl list`, and no broadcast carries it; root sees
+# all three; everyone reads the host's totals. state.json is root's alone,
+# the metrics file root's and its group's.
 #
 # The daemon runs with --dry-run on a private bus: it never writes KSM, so
 # no KSM lock is needed.
@@ -195,6 +195,22 @@ done
 [ -n "$same" ] && [ "${same%:*}" = "${same#*:}" ] || fail "nobody's LastDecisions has not as many entries as root's ($same)"
 ok "LastDecisions: the text about another user's process hidden, the entry and its kind kept"
 
+# --- 4b. Broadcasts carry no caller-dependent value: a subscriber (nobody)
+# learns that LastDecisions changed, not what it says for root.
+if command -v gdbus >/dev/null; then
+        as_nobody gdbus monitor --system --dest org.ksmtuned2 --object-path /org/ksmtuned2 > "$tmp/signals" 2>&1 &
+        monitor_pid=$!; wl_pids+=($monitor_pid)
+        wait_for 5 grep -q "Monitoring signals" "$tmp/signals" || fail "gdbus monitor as nobody: $(cat "$tmp/signals")"
+        "$KSMCTL" pause && "$KSMCTL" resume || fail "root's pause and resume"
+        wait_for 10 grep -q "PropertiesChanged.*'LastDecisions'" "$tmp/signals" ||
+                fail "no PropertiesChanged naming LastDecisions: $(cat "$tmp/signals")"
+        kill "$monitor_pid"
+        grep -q "'LastDecisions': <\|'ControllerReason': <" "$tmp/signals" &&
+                fail "PropertiesChanged broadcasts a caller-dependent value: $(grep PropertiesChanged "$tmp/signals")"
+        grep -q "pid $pid_root (" "$tmp/signals" && fail "a signal names root's workload: $(cat "$tmp/signals")"
+        ok "PropertiesChanged invalidates LastDecisions and ControllerReason, never carries their value"
+fi
+
 # --- 5. ksmctl list as an unprivileged user: no other user's figures.
 out=$(as_nobody "$KSMCTL" list --all) || fail "ksmctl list as nobody"
 grep -q "^$pid_nobody  *ksm-workload " <<<"$out" || fail "nobody's ksmctl list lacks its own workload: $out"
@@ -220,7 +236,7 @@ done
 [ "$(prop_as 65534 ManagedProcesses | cut -d' ' -f2)" -ge 3 ] || fail "nobody's ManagedProcesses: $(prop_as 65534 ManagedProcesses)"
 out=$(as_nobody "$KSMCTL" status) || fail "ksmctl status as nobody"
 grep -q "full_scans=" <<<"$out" || fail "ksmctl status as nobody lacks the counters: $out"
-ok "host totals (SavedBytes, ManagedProcesses, Counters, ...) read the same by nobody, uid $other and root"
+ok "host totals (SavedBytes, ManagedProcesses host-wide, Counters, ...) readable by nobody and uid $other"
 
 # --- 7. Files: state.json root's alone, the metrics file root's and its group's.
 kill -USR1 "$daemon_pid"
