@@ -131,8 +131,21 @@ out=$(timeout 10 "$KSMCTL" reload 2>&1); rc=$?
 [ $rc = 1 ] && grep -q "$tmp/policy.d/30-open.policy:0: writable by group or others (mode 0666), rejected" <<<"$out" ||
         fail "reload with a policy others may write: exit $rc: $out"
 rm "$tmp/policy.d/30-open.policy"
+# A mask that is not root's masks nothing: the file it would hide stands in.
+mkdir "$tmp/vendor.d"
+printf '[Match]\nComm=gpg-agent\n[Merge]\nMode=never\n' > "$tmp/vendor.d/40-vendor.policy"
+write_conf "Mode=tune-only
+PolicyDirectories=$tmp/vendor.d"
+systemctl_reload || fail "reload with a vendor directory"
+: > "$tmp/policy.d/40-vendor.policy"; chown 65534 "$tmp/policy.d/40-vendor.policy"
+out=$(timeout 10 "$KSMCTL" reload 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "$tmp/policy.d/40-vendor.policy:0: owned by uid 65534, not root, rejected" <<<"$out" ||
+        fail "reload with nobody's mask: exit $rc: $out"
+grep -q "$tmp/policy.d/40-vendor.policy:0: $tmp/vendor.d/40-vendor.policy is in force in its place" "$tmp/daemon.log" ||
+        fail "the masked vendor policy does not stand in: $(tail -5 "$tmp/daemon.log")"
+rm "$tmp/policy.d/40-vendor.policy"
 systemctl_reload || fail "reload once the policies are good again"
-ok "a rejected policy (bad value, FIFO, writable by others): the reload fails naming file and line, the daemon runs on"
+ok "a rejected policy (bad value, FIFO, writable by others, nobody's mask): the reload fails naming file and line, the daemon runs on"
 
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ $rc = 0 ] || fail "daemon exited $rc on SIGTERM"
