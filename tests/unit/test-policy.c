@@ -411,6 +411,20 @@ static void test_trust(void **state) {
         assert_int_equal(s.n, 4);
         policy_set_done(&s);
         conf_diag_free(&d);
+
+        /* ... nor one reached through a root's symlink into a user's directory. */
+        fake_write(&tree, "trust/user/real.d/10-secrets.policy", "");
+        _cleanup_free_ char *link_dir = path_of("trust/link.d"), *real = path_of("trust/user/real.d");
+        assert_int_equal(symlink(real, link_dir), 0);
+        char *dirs4[] = { link_dir, lib, NULL };
+        assert_int_equal(policy_set_load(dirs4, NULL, &s, &d), 0);
+        dump(&d);
+        snprintf(want, sizeof want, "%s:0: %s above it is owned by uid 65534, not root, its files are ignored",
+                 link_dir, user);
+        assert_true(diag_has(&d, want));
+        assert_int_equal(s.n, 4);
+        policy_set_done(&s);
+        conf_diag_free(&d);
 }
 
 static void test_glob(void **state) {
