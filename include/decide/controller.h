@@ -51,7 +51,7 @@ const char *tune_mode_to_string(TuneMode m);
 
 typedef struct ControllerDecision {
         char kind[32];                  /* tuning, advisor, exclude, readmit */
-        int pid;                        /* the process excluded or readmitted; 0 for the others */
+        int pid;                        /* the process excluded, readmitted or that entered KSM; 0 for none */
         char text[DECISION_TEXT_MAX];
 } ControllerDecision;
 
@@ -84,6 +84,7 @@ typedef struct Controller {
          * tuning decision ("1.2 GiB newly mergeable"), or of a step within a
          * burst that is no decision of its own (decay, a refilled allowance). */
         char reason[DECISION_TEXT_MAX];
+        int reason_pid;                 /* the process reason names, 0 when none */
         uint64_t last_tick_usec;        /* model tick already accounted */
 
         unsigned seen_entered;          /* ksm_enter events taken into account */

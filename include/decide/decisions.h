@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "macro.h"
 
@@ -17,6 +19,13 @@ typedef struct Decision {
         uint64_t monotonic_usec;
         char kind[32];                  /* "tuning", "merge", "exclude", "policy", ... */
         char text[DECISION_TEXT_MAX];
+        /* The process the decision is about (its text names it), 0 for
+         * the host's own: the bus shows the text to that process's owner
+         * and root only (decision_visible_to()). */
+        int pid;
+        bool owner_known;
+        bool owner_pending;             /* for decision_log_resolve_owners() */
+        uid_t uid, euid;                /* the process's real and effective uid, when owner_known */
 } Decision;
 
 typedef struct DecisionLog {
@@ -24,8 +33,35 @@ typedef struct DecisionLog {
         uint64_t total;                 /* decisions ever recorded */
 } DecisionLog;
 
-/* Records a decision (and returns it, e.g. to log it). */
+/* Whom a decision is about: a pid, with its owner when known, or to be
+ * looked up by decision_log_resolve_owners() (resolve); neither: root's to
+ * see (a pid whose process is not known any more). */
+typedef struct DecisionSubject {
+        int pid;
+        bool owner_known;
+        bool resolve;
+        uid_t uid, euid;
+} DecisionSubject;
+#define DECISION_SUBJECT_PROCESS(p) \
+        ((DecisionSubject) { .pid = (p)->pid, .owner_known = true, .uid = (p)->uid, .euid = (p)->euid })
+#define DECISION_SUBJECT_PID(p) ((DecisionSubject) { .pid = (p), .resolve = true })
+
+/* Records a decision about the host (and returns it, e.g. to log it). */
 const Decision *decision_log_add(DecisionLog *l, const char *kind, const char *fmt, ...) _printf_(3, 4);
+/* Records a decision about one process. */
+const Decision *decision_log_add_about(DecisionLog *l, DecisionSubject who, const char *kind, const char *fmt, ...)
+        _printf_(4, 5);
+/* Looks up, once, the owner of each decision recorded with
+ * DECISION_SUBJECT_PID() (the controller's know pids only): owner() returns
+ * false for a process that is gone, whose decisions then stay root's to
+ * see. Once only, and right after they were recorded, so a pid reused later
+ * is not taken for the process the decision was about. */
+void decision_log_resolve_owners(DecisionLog *l, bool (*owner)(const void *userdata, int pid, uid_t *ret_uid,
+                                                              uid_t *ret_euid),
+                                 const void *userdata);
+/* Whether viewer may read d's text: a decision about the host, or about a
+ * process viewer may see (process_visible_to()). */
+bool decision_visible_to(const Decision *d, uid_t viewer);
 /* Number of entries held, at most DECISION_RING_SIZE. */
 unsigned decision_log_size(const DecisionLog *l);
 /* i = 0 is the newest. NULL past the end. */

@@ -69,7 +69,9 @@ typedef struct PolicySet {
         Policy *policies;       /* in decision order */
         size_t n;
         size_t n_masked;        /* files hidden by a same-named file in an earlier directory */
-        size_t n_rejected;      /* files that could not be parsed (and had no earlier good version) */
+        size_t n_rejected;      /* files (or directories) rejected, without an earlier good version */
+        size_t n_kept;          /* files rejected whose earlier good version stays in force */
+        char *rejected_reason;  /* the first diagnostic of the first rejection, NULL when none */
 } PolicySet;
 
 void policy_done(Policy *p);

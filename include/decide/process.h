@@ -111,6 +111,19 @@ typedef struct Process {
  * -1 when ksm_stat is not known yet. */
 int process_merging_enabled(const Process *p);
 
+/* Who may see a process's details (its name, cgroup, unit, executable, KSM
+ * figures, verdict): root, and a viewer whose uid is both the process's
+ * real and effective uid. That is the part of the kernel's own rule for
+ * /proc/PID/ksm_stat (PTRACE_MODE_READ_FSCREDS: the caller's fsuid equal to
+ * the target's real, effective and saved uid, or CAP_SYS_PTRACE) that the
+ * daemon knows of a process: a setuid program a user started (euid 0) is
+ * not theirs to see, as the kernel says. (uid_t) -1, a viewer whose
+ * credentials are unknown, sees none. ksmtuned2(8), "What callers see". */
+bool process_owner_visible_to(uid_t uid, uid_t euid, uid_t viewer);
+static inline bool process_visible_to(const Process *p, uid_t viewer) {
+        return process_owner_visible_to(p->uid, p->euid, viewer);
+}
+
 /* After an exec the mm and the command line are new: forget what was read
  * from the old ones (ksm_stat, cmdline, a planned action). */
 void process_forget_exec_state(Process *p);

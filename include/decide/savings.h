@@ -36,6 +36,9 @@ int savings_sorted_processes(const ProcessTable *t, const Process ***ret, size_t
  * first (merging pages, then profit, then path). The strings unit and
  * vm_name are borrowed from t. */
 int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret);
+/* The same over the processes viewer may see (process_visible_to()): an
+ * unprivileged caller's cgroups, summed over its own processes only. */
+int savings_by_cgroup_visible(const ProcessTable *t, uid_t viewer, SavingsTable *ret);
 void savings_table_done(SavingsTable *s);
 
 /* The same sums under names that outlive a restart, for the metrics file:

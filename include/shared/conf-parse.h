@@ -32,10 +32,12 @@ typedef struct ConfContext {
         const char *section;
         const char *key;
         ConfDiag *diag;
+        bool reject;            /* a bad value rejects the file (ConfParseOptions.reject_bad_values) */
 } ConfContext;
 
 /* A parser stores into (char *)base + offset; returns 0, or -errno after
- * having added a diagnostic through conf_bad_value(). */
+ * having added a diagnostic through conf_bad_value() ("..., ignoring", or
+ * "..., file rejected" where bad values reject the file). */
 typedef int (*ConfParser)(const ConfContext *c, const char *value, void *dst, const void *data);
 
 typedef struct ConfItem {
@@ -54,10 +56,37 @@ typedef struct ConfRange {
  * a name in an earlier directory shadowing the same name in later ones, as
  * systemd orders drop-ins; *ret_shadowed (may be NULL) counts those.
  * Always sets *ret_paths unless -ENOMEM. A missing directory is fine; for
- * one that cannot be read (a file in its place included) returns -errno
- * after a diagnostic, having collected the others anyway. */
+ * one that cannot be read (a file in its place included), or, under
+ * conf_trust_checks(), one that root is not alone in being able to change
+ * (conf_dir_check_trusted(): -EPERM), returns -errno after a diagnostic,
+ * having collected the others anyway: an untrusted directory's files
+ * neither count nor mask. */
 int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_paths, size_t *ret_shadowed,
                        ConfDiag *diag);
+
+/* Configuration and policy files decide what a root daemon does to other
+ * users' processes (ptrace injection included), so when the daemon runs as
+ * root (conf_trust_checks()) it reads only what root alone could have
+ * written, as sshd's StrictModes: the file owned by root and writable by
+ * no one else, its directory and every one above it likewise (above it, a
+ * sticky directory such as /tmp may be world-writable: others cannot
+ * rename root's entries there). The checks come before anything in the
+ * file counts, masking included, and never block: a FIFO or a device is
+ * refused, not opened for reading. */
+bool conf_trust_checks(void);
+/* Whether root alone may change what dir holds (see above): 0, -ENOENT
+ * when it does not exist (no diagnostic), else -EPERM or -errno after a
+ * diagnostic "dir:0: reason". */
+int conf_dir_check_trusted(const char *dir, ConfDiag *diag);
+/* Opens path: 0 and *ret_f for a file in force; CONF_FILE_MASKS (no file)
+ * for an empty file or a symlink to /dev/null; -ENOENT when absent (no
+ * diagnostic); else after a diagnostic "path:0: reason, rejected": -EPERM
+ * when trust is set and root is not alone in being able to write it,
+ * -EBADMSG when it is not a regular file (a FIFO, a directory, a device),
+ * -errno when it cannot be read. The directory is not checked here:
+ * conf_files_collect() does, or the caller. */
+#define CONF_FILE_MASKS 1
+int conf_file_open(const char *path, bool trust, FILE **ret_f, ConfDiag *diag);
 
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason);
 
@@ -106,10 +135,15 @@ typedef struct ConfParseOptions {
          * nothing"), or NULL for the default, "ignoring". */
         const char *(*unknown)(void *userdata, const char *section, const char *key);
         void *userdata;
+        /* A value a parser refuses rejects the whole file (-EBADMSG), instead
+         * of leaving the default in place: for policies, where the default
+         * of a mistyped Mode=nevr would be auto. */
+        bool reject_bad_values;
 } ConfParseOptions;
 
 /* Parses f (named file for diagnostics) into base by table. Returns 0 when
  * the file could be parsed (diagnostics may still have been added), -EBADMSG
- * with a diagnostic when the syntax is broken at some line, -errno on I/O. */
+ * with a diagnostic when the syntax is broken at some line (or, with
+ * reject_bad_values, a value is bad), -errno on I/O. */
 int conf_parse_file(FILE *f, const char *file, const ConfItem *table, size_t n_table, void *base,
                     const ConfParseOptions *opts, ConfDiag *diag);

@@ -140,23 +140,41 @@ const ConfigSearch config_search_default = {
 
 enum { FILE_ABSENT, FILE_MASKS, FILE_IN_FORCE };
 
-/* What path is: FILE_IN_FORCE, FILE_ABSENT, or FILE_MASKS when empty or
- * /dev/null; -errno after a diagnostic when it cannot be looked at. */
-static int file_state(const char *path, bool required, ConfDiag *diag) {
-        struct stat st;
-        int r = 0;
+/* Opens path as conf_file_open() does, under the same trust as policies:
+ * the configuration names the policy directories and switches the sandbox
+ * and injection into seccomp'd processes, so as root only a file root
+ * alone may write counts, in a directory root alone may change (a drop-in
+ * directory is checked by conf_files_collect()). */
+static int config_file_open(const char *path, bool check_dir, FILE **ret_f, ConfDiag *diag) {
+        if (check_dir && conf_trust_checks()) {
+                _cleanup_free_ char *dir = strdup(path);
+                if (!dir)
+                        return -ENOMEM;
+                char *slash = strrchr(dir, '/');
+                if (slash) {
+                        slash[slash == dir] = 0; /* "/k.conf": "/" */
+                        int r = conf_dir_check_trusted(dir, diag);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        return conf_file_open(path, conf_trust_checks(), ret_f, diag);
+}
 
-        if (stat(path, &st) < 0)
-                r = negative_errno();
-        else if (S_ISDIR(st.st_mode))
-                r = -EISDIR;
+/* What path is: FILE_IN_FORCE, FILE_ABSENT, or FILE_MASKS when empty or
+ * /dev/null; -errno after a diagnostic when it cannot be looked at or is
+ * not to be trusted. */
+static int file_state(const char *path, bool required, bool check_dir, ConfDiag *diag) {
+        _cleanup_fclose_ FILE *f = NULL;
+        int r = config_file_open(path, check_dir, &f, diag);
+
         if (r == -ENOENT && !required)
                 return FILE_ABSENT;
-        if (r < 0) {
+        if (r == -ENOENT)
                 conf_diag_add(diag, path, 0, NULL, "cannot be read: %s", strerror(-r));
+        if (r < 0)
                 return r;
-        }
-        return stat_is_null_or_empty(&st) ? FILE_MASKS : FILE_IN_FORCE;
+        return r == CONF_FILE_MASKS ? FILE_MASKS : FILE_IN_FORCE;
 }
 
 static int push_copy(char ***l, const char *s) {
@@ -171,7 +189,7 @@ int config_files_search(const ConfigSearch *search, char ***ret_files, ConfDiag 
         if (!files)
                 return -ENOMEM;
         for (const char *const *p = search->main_paths; p && *p; p++) {
-                r = file_state(*p, search->main_required, diag);
+                r = file_state(*p, search->main_required, /* check_dir= */ true, diag);
                 if (r < 0)
                         return r;
                 if (r == FILE_IN_FORCE && push_copy(&files, *p) < 0)
@@ -184,7 +202,7 @@ int config_files_search(const ConfigSearch *search, char ***ret_files, ConfDiag 
                 if (r < 0)
                         return r;
                 for (char **d = dropins; *d; d++) {
-                        r = file_state(*d, /* required= */ false, diag);
+                        r = file_state(*d, /* required= */ false, /* check_dir= */ false, diag);
                         if (r < 0)
                                 return r;
                         if (r == FILE_IN_FORCE && push_copy(&files, *d) < 0)
@@ -213,12 +231,15 @@ int config_load_files(Config *c, char *const *files, ConfDiag *diag) {
         c->policy_dirs = strv_free(c->policy_dirs);
 
         for (char *const *p = files; p && *p; p++) {
-                _cleanup_fclose_ FILE *f = fopen(*p, "re");
-                if (!f) {
-                        r = negative_errno();
+                _cleanup_fclose_ FILE *f = NULL;
+                /* Checked again as it is read: it may have changed since it was found. */
+                r = config_file_open(*p, /* check_dir= */ false, &f, diag);
+                if (r == -ENOENT)
                         conf_diag_add(diag, *p, 0, NULL, "cannot be read: %s", strerror(-r));
-                } else
+                if (r == 0)
                         r = conf_parse_file(f, *p, config_table, config_table_size, c, NULL, diag);
+                else if (r == CONF_FILE_MASKS)
+                        r = 0; /* emptied since it was found */
                 if (r == -ENOMEM) {
                         error = r;
                         break;

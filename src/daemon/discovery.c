@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -209,8 +210,9 @@ static void announce_verdict(Discovery *d, Process *p) {
                               .method = merge_method_to_string(v->method), .policy = policy),
                    "pid %d (%s): %s by %s: %s", p->pid, comm, verdict_action_to_string(v->action), policy, v->reason);
         if (d->opts.decisions)
-                decision_log_add(d->opts.decisions, "policy", "pid %d (%s): %s by %s: %s", p->pid, comm,
-                                 verdict_action_to_string(v->action), policy, v->reason);
+                decision_log_add_about(d->opts.decisions, DECISION_SUBJECT_PROCESS(p), "policy",
+                                       "pid %d (%s): %s by %s: %s", p->pid, comm,
+                                       verdict_action_to_string(v->action), policy, v->reason);
 }
 
 /* Reads the facts of pid into the table and classifies it. 0 when the
@@ -562,7 +564,7 @@ int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag) {
         d->policies = s;
         PROCESS_TABLE_FOREACH(p, d->table, i)
                 classify_one(d, p);
-        return (int) s.n_rejected;
+        return (int) MIN(s.n_rejected + s.n_kept, (size_t) INT_MAX);
 }
 
 static void on_mm_read(MmReadResult *r, void *userdata) {

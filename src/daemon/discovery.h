@@ -69,7 +69,8 @@ int discovery_start(Discovery *d);
 
 /* (Re)loads the policies from dirs, keeping the last good version of a
  * file that is now broken, and reclassifies every process. Diagnostics go
- * into diag. Returns the number of files rejected, or -ENOMEM. */
+ * into diag. Returns the number of files (or directories) rejected, those
+ * whose previous version stays included, or -ENOMEM. */
 int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag);
 
 /* Once per manager tick: polling scan or slow resync, refresh of the

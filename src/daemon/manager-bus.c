@@ -52,6 +52,37 @@ static const char *bus_str(char ***copies, const char *s) {
         return c;
 }
 
+/* Who asked: the sender's effective uid, as the bus driver vouches for it
+ * (dbus-daemon and dbus-broker: the peer credentials of its socket, asked
+ * with GetConnectionCredentials), never from arguments; (uid_t) -1 when
+ * unknown. Not SD_BUS_CREDS_AUGMENT: that fills what the driver leaves out
+ * from /proc/PID of the sender's pid, which by then may name another
+ * process. For the decision log, and for what the caller may see: a
+ * process's details go to its owner and root only (process_visible_to(),
+ * ksmtuned2(8) "What callers see"), as the kernel shows /proc/PID/ksm_stat,
+ * exe and, under hidepid=, the rest. */
+static uid_t sender_uid(sd_bus_message *msg) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
+        uid_t uid = (uid_t) -1;
+        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &c) >= 0)
+                (void) sd_bus_creds_get_euid(c, &uid);
+        return uid;
+}
+
+/* Who reads a property: the sender of the Get or GetAll being answered.
+ * Anything else (the daemon comparing values for PropertiesChanged) gets
+ * the view of a caller who owns no process; the properties that depend on
+ * the caller only invalidate, so no value of theirs is ever broadcast. */
+static uid_t reader_uid(sd_bus *bus) {
+        sd_bus_message *m = bus ? sd_bus_get_current_message(bus) : NULL;
+        if (!m || !sd_bus_message_is_method_call(m, "org.freedesktop.DBus.Properties", NULL))
+                return (uid_t) -1;
+        return sender_uid(m);
+}
+
+/* What a caller who may not see the process reads in place of a text about it. */
+#define HIDDEN_TEXT "(about another user's process: shown to its owner and root only)"
+
 /* ---- properties ---- */
 
 #define GETTER(name) \
@@ -214,14 +245,19 @@ GETTER(property_get_mem) {
 GETTER(property_get_last_decisions) {
         _cleanup_strv_free_ char **copies = NULL;
         const Manager *m = userdata;
+        uid_t reader = reader_uid(bus);
         const Decision *d;
         int r;
 
         r = sd_bus_message_open_container(reply, 'a', "(tss)");
         if (r < 0)
                 return r;
+        /* Every entry stays, with its time and kind: the count and the
+         * host's own decisions are everyone's; the text of one about a
+         * process names it (pid, comm, what it costs ksmd). */
         for (unsigned i = 0; (d = decision_log_get(&m->decisions, i)); i++) {
-                r = sd_bus_message_append(reply, "(tss)", d->realtime_usec, bus_str(&copies, d->kind), bus_str(&copies, d->text));
+                const char *text = decision_visible_to(d, reader) ? d->text : HIDDEN_TEXT;
+                r = sd_bus_message_append(reply, "(tss)", d->realtime_usec, bus_str(&copies, d->kind), bus_str(&copies, text));
                 if (r < 0)
                         return r;
         }
@@ -238,10 +274,20 @@ GETTER(property_get_controller_phase) {
         return sd_bus_message_append(reply, "s", c ? tune_mode_to_string(c->mode) : "");
 }
 
+/* It may name the process that entered KSM: for its owner and root. */
+static bool reason_visible_to(const Manager *m, const Controller *c, uid_t reader) {
+        if (c->reason_pid <= 0 || reader == 0)
+                return true;
+        const ProcessTable *t = manager_processes(m);
+        const Process *p = t ? process_table_get(t, c->reason_pid) : NULL;
+        return p && process_visible_to(p, reader);
+}
+
 GETTER(property_get_controller_reason) {
         _cleanup_strv_free_ char **copies = NULL; /* it may quote a process's name */
         const Controller *c = manager_controller(userdata);
-        return sd_bus_message_append(reply, "s", bus_str(&copies, c ? c->reason : ""));
+        const char *text = !c ? "" : reason_visible_to(userdata, c, reader_uid(bus)) ? c->reason : HIDDEN_TEXT;
+        return sd_bus_message_append(reply, "s", bus_str(&copies, text));
 }
 
 GETTER(property_get_burst_allowance) {
@@ -255,15 +301,6 @@ GETTER(property_get_ticks) {
 }
 
 /* ---- methods ---- */
-
-/* For the decision log: who asked. The uid comes from the bus driver. */
-static uid_t sender_uid(sd_bus_message *msg) {
-        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *c = NULL;
-        uid_t uid = (uid_t) -1;
-        if (sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &c) >= 0)
-                (void) sd_bus_creds_get_euid(c, &uid);
-        return uid;
-}
 
 /* Who asked, for the decision log: "over the bus by uid 0". */
 static const char *request_origin(sd_bus_message *msg, char *buf, size_t n) {
@@ -320,6 +357,14 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *erro
                                          r == -EBADMSG ? "it cannot be parsed" : strerror(-r));
         manager_note_request(m, request_origin(msg, origin, sizeof origin), "configuration reloaded");
         manager_bus_emit_changes(m);
+        if (r > 0) {
+                _cleanup_strv_free_ char **copies = NULL;
+                return sd_bus_error_setf(error, BUS_ERROR_RELOAD_FAILED,
+                                         "Reloading the policies failed: %s; the configuration and the other "
+                                         "policies are in force, a rejected file keeps its previous version if it "
+                                         "had one, every problem is in the daemon's log.",
+                                         bus_str(&copies, manager_policy_rejected(m) ?: "a policy file was rejected"));
+        }
         return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -356,10 +401,14 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         r = sd_bus_message_open_container(reply, 'a', "(isssssssbtxs)");
         if (r < 0)
                 return r;
+        uid_t caller = sender_uid(msg);
         for (size_t i = 0; i < n; i++) {
                 const Process *p = list[i];
                 char policy[VERDICT_POLICY_MAX + 16];
 
+                /* Not even the pid: under hidepid= the caller could not know it. */
+                if (!process_visible_to(p, caller))
+                        continue;
                 format_policy(policy, sizeof policy, p);
                 r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) p->pid, bus_str(&copies, p->comm),
                                           bus_str(&copies, p->cgroup), bus_str(&copies, p->unit), bus_str(&copies, p->vm_name), bus_str(&copies, policy),
@@ -384,7 +433,7 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
         int r;
 
         if (t) {
-                r = savings_by_cgroup(t, &s);
+                r = savings_by_cgroup_visible(t, sender_uid(msg), &s);
                 if (r < 0)
                         return r;
         }
@@ -432,12 +481,14 @@ static int method_explain(sd_bus_message *msg, void *userdata, sd_bus_error *err
                                          "Process %" PRIu32 " is not known to ksmtuned2 yet (it appears at the "
                                          "next scan).", pid);
         }
+        /* Which pids exist is /proc's to say (hidepid=); what they are is
+         * for their owner and root, exe included, as the kernel shows it. */
+        if (!process_visible_to(p, sender_uid(msg)))
+                return sd_bus_error_setf(error, BUS_ERROR_PROCESS_HIDDEN,
+                                         "Process %" PRIu32 " is another user's: ksmtuned2 shows a process's "
+                                         "details to its owner and root only.", pid);
         format_policy(policy, sizeof policy, p);
-
-        /* The kernel shows a process's exe only to who may ptrace it: keep
-         * it for root and the process's own user, as /proc would. */
-        uid_t caller = sender_uid(msg);
-        const char *exe = caller == 0 || caller == p->uid ? strempty(p->exe) : "";
+        const char *exe = strempty(p->exe);
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
@@ -532,12 +583,14 @@ static const sd_bus_vtable manager_vtable[] = {
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("MemTotalBytes", "t", property_get_mem, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("MemAvailableBytes", "t", property_get_mem, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
-        SD_BUS_PROPERTY("LastDecisions", "a(tss)", property_get_last_decisions, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        /* These two depend on who reads them: invalidated, never broadcast. */
+        SD_BUS_PROPERTY("LastDecisions", "a(tss)", property_get_last_decisions, 0,
+                        SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_PROPERTY("DecisionsTotal", "t", property_get_decisions_total, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("Ticks", "t", property_get_ticks, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ControllerPhase", "s", property_get_controller_phase, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("ControllerReason", "s", property_get_controller_reason, 0,
-                        SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+                        SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION),
         SD_BUS_PROPERTY("BurstAllowanceUSec", "x", property_get_burst_allowance, 0,
                         SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_METHOD("Reload", "", "", method_reload, 0),
@@ -600,7 +653,8 @@ void manager_bus_emit_changes(Manager *m) {
 
         for (size_t i = 0; i < ELEMENTSOF(manager_vtable); i++) {
                 const sd_bus_vtable *v = &manager_vtable[i];
-                if (v->type != _SD_BUS_VTABLE_PROPERTY || !(v->flags & SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE))
+                if (v->type != _SD_BUS_VTABLE_PROPERTY ||
+                    !(v->flags & (SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE | SD_BUS_VTABLE_PROPERTY_EMITS_INVALIDATION)))
                         continue;
                 char *now = property_value_text(b->bus, v, m);
                 if (!now)

@@ -75,8 +75,10 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
                 .outcome = merge_outcome_kind_to_string(o->kind),
         };
         if (id) {
-                const Decision *d = decision_log_add(&m->decisions, "merge", "pid %d (%s): %s (%s)", o->pid, comm,
-                                                     o->text, o->reason);
+                /* Without p, whose the pid is now is not known: root's to see. */
+                DecisionSubject who = p ? DECISION_SUBJECT_PROCESS(p) : (DecisionSubject) { .pid = o->pid };
+                const Decision *d = decision_log_add_about(&m->decisions, who, "merge", "pid %d (%s): %s (%s)",
+                                                           o->pid, comm, o->text, o->reason);
                 log_struct_errno(o->kind == MERGE_OUTCOME_DONE ? LOG_INFO : LOG_NOTICE, o->error, &fields, "%s",
                                  d->text);
         } else

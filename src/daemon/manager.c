@@ -89,6 +89,16 @@ const ProcessTable *manager_processes(const Manager *m) {
         return m->discovery ? discovery_processes(m->discovery) : NULL;
 }
 
+static bool process_owner(const void *userdata, int pid, uid_t *ret_uid, uid_t *ret_euid) {
+        const ProcessTable *t = manager_processes(userdata);
+        const Process *p = t ? process_table_get(t, pid) : NULL;
+        if (!p)
+                return false;
+        *ret_uid = p->uid;
+        *ret_euid = p->euid;
+        return true;
+}
+
 uint64_t manager_managed_processes(const Manager *m) {
         DiscoveryStatus st = {};
         if (m->discovery)
@@ -179,7 +189,7 @@ static void notify_status(Manager *m) {
 }
 
 /* Loads the policies of PolicyDirectories=; a broken file keeps its last
- * good version (policy_set_load). */
+ * good version (policy_set_load). 1 when some file was rejected. */
 static int manager_load_policies(Manager *m) {
         ConfDiag diag = {};
         int r = discovery_load_policies(m->discovery, m->config.policy_dirs, &diag);
@@ -189,7 +199,7 @@ static int manager_load_policies(Manager *m) {
                 return log_error_errno(r, "Failed to load policies: %m");
         log_info("%zu policies in use%s.", discovery_policies(m->discovery)->n,
                  r > 0 ? " (some files rejected, see above)" : "");
-        return 0;
+        return r > 0;
 }
 
 /* A knob this instance wrote that reads differently now was written by
@@ -254,6 +264,8 @@ int manager_tick(Manager *m) {
                 r = tuner_tick(m->tuner, &s, &m->config, &m->decisions, &plan, &m->next_tick_usec);
                 if (r < 0)
                         return log_error_errno(r, "Tuning failed: %m");
+                /* The controller names pids only: their owners, for the bus. */
+                decision_log_resolve_owners(&m->decisions, process_owner, m);
                 if (s.ksm_present)
                         apply_knob_plan(m, &plan.knobs);
         }
@@ -385,10 +397,14 @@ int manager_reload(Manager *m) {
                  * SetMode since the last reload gives way to it. */
                 (void) manager_set_mode(m, m->config.mode, "by Mode= of the reloaded configuration");
         }
-        if (m->discovery)
-                (void) manager_load_policies(m);
+        int k = m->discovery ? manager_load_policies(m) : 0;
         (void) sd_notify(false, "READY=1");
-        return r < 0 ? r : 0;
+        return r < 0 ? r : k > 0 ? 1 : 0;
+}
+
+const char *manager_policy_rejected(const Manager *m) {
+        const PolicySet *s = m->discovery ? discovery_policies(m->discovery) : NULL;
+        return s ? s->rejected_reason : NULL;
 }
 
 static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {

@@ -95,8 +95,14 @@ int manager_startup(Manager *m);
 int manager_start_stages(Manager *m);
 /* Runs the loop until SIGTERM/SIGINT; restores knobs on the way out. */
 int manager_run(Manager *m);
-/* Re-reads the configuration; keeps the old one when the new one is broken. */
+/* Re-reads the configuration and the policies; keeps the old configuration
+ * when the new one is broken (-EBADMSG, or -errno), and a rejected policy
+ * file's last good version: then returns 1, the rest being in force, and
+ * manager_policy_rejected() says why. */
 int manager_reload(Manager *m);
+/* The first diagnostic of the first policy file (or directory) the last
+ * load rejected, "file:line: reason"; NULL when none was. */
+const char *manager_policy_rejected(const Manager *m);
 /* One pass of the data flow; exposed so tests can drive it (after
  * manager_start_stages(), test-manager.c). */
 int manager_tick(Manager *m);

@@ -38,6 +38,17 @@ static bool *invalid_flag(void *dst, size_t list_offset, const void *data) {
         return (bool *) ((char *) dst - list_offset + md->invalid_offset);
 }
 
+/* A [Match] value that cannot be taken narrows the policy to nothing, which
+ * is safe, so the file is not rejected for it (a User= whose account is
+ * made later). */
+static int match_nothing(const ConfContext *c, void *dst, size_t list_offset, const void *data, const char *value,
+                         const char *reason) {
+        *invalid_flag(dst, list_offset, data) = true;
+        conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"): this policy will match nothing", reason,
+                      CESCAPE(value, CESCAPE_ASCII));
+        return 0;
+}
+
 static int parse_globs(const ConfContext *c, const char *value, void *dst, const void *data, size_t offset) {
         PolicyGlobs *g = dst;
         _cleanup_strv_free_ char **l = NULL;
@@ -51,10 +62,8 @@ static int parse_globs(const ConfContext *c, const char *value, void *dst, const
         if (r < 0)
                 return r;
         for (char **s = l; *s; s++)
-                if (strlen(*s) > 4096) {
-                        *invalid_flag(dst, offset, data) = true;
-                        return conf_bad_value(c, *s, "glob too long; this policy will match nothing");
-                }
+                if (strlen(*s) > 4096)
+                        return match_nothing(c, dst, offset, data, *s, "glob too long");
         return strv_push_all(&g->globs, TAKE_PTR(l));
 }
 
@@ -76,10 +85,8 @@ static int parse_glob_cmdline(const ConfContext *c, const char *value, void *dst
                 g->globs = strv_free(g->globs);
                 return 0;
         }
-        if (strlen(value) > 4096) {
-                *invalid_flag(dst, offsetof(Policy, cmdline), data) = true;
-                return conf_bad_value(c, value, "glob too long; this policy will match nothing");
-        }
+        if (strlen(value) > 4096)
+                return match_nothing(c, dst, offsetof(Policy, cmdline), data, value, "glob too long");
         char *s = strdup(value);
         if (!s)
                 return -ENOMEM;
@@ -106,11 +113,9 @@ static int parse_users(const ConfContext *c, const char *value, void *dst, const
                         struct passwd pw, *res = NULL;
                         char buf[4096];
                         int k = getpwnam_r(*s, &pw, buf, sizeof buf, &res);
-                        if (k != 0 || !res) {
-                                *invalid_flag(dst, offsetof(Policy, users), data) = true;
-                                return conf_bad_value(c, *s, k ? "cannot look up user" :
-                                                      "no such user; this policy will match nothing");
-                        }
+                        if (k != 0 || !res)
+                                return match_nothing(c, dst, offsetof(Policy, users), data, *s,
+                                                     k ? "cannot look up user" : "no such user");
                         uid = res->pw_uid;
                 }
                 uid_t *n = realloc(u->uids, sizeof *n * (u->n + 1));
@@ -164,36 +169,27 @@ static const char *unknown(void *userdata, const char *section, const char *key)
 int policy_load_file(const char *path, Policy *ret, ConfDiag *diag) {
         _cleanup_fclose_ FILE *f = NULL;
         _cleanup_(policy_done) Policy p = {};
-        struct stat st;
         int r;
 
-        f = fopen(path, "re");
-        if (!f)
-                return negative_errno();
-        if (fstat(fileno(f), &st) < 0)
-                return negative_errno();
         policy_init(&p);
         p.path = strdup(path);
         const char *slash = strrchr(path, '/');
         p.name = strdup(slash ? slash + 1 : path);
         if (!p.path || !p.name)
                 return -ENOMEM;
-        if (stat_is_null_or_empty(&st)) { /* masks only, as in systemd */
+        /* A policy decides what a root daemon does to other users'
+         * processes (ptrace injection included): only root may write one,
+         * checked before an empty file may mask another. */
+        r = conf_file_open(path, conf_trust_checks(), &f, diag);
+        if (r < 0)
+                return r;
+        if (r == CONF_FILE_MASKS) { /* masks only, as in systemd */
                 *ret = TAKE_STRUCT(p);
                 return 1;
         }
-        if (!S_ISREG(st.st_mode)) {
-                conf_diag_add(diag, path, 0, NULL, "not a regular file, rejected");
-                return -EBADMSG;
-        }
-        /* A policy decides what a root daemon does to other users'
-         * processes (ptrace injection included): only root may write one. */
-        if (geteuid() == 0 && (st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
-                conf_diag_add(diag, path, 0, NULL, "%s, rejected (only root may write a policy)",
-                              st.st_uid != 0 ? "not owned by root" : "writable by group or others");
-                return -EPERM;
-        }
-        ConfParseOptions opts = { .section_base = section_base, .unknown = unknown, .userdata = &p };
+        ConfParseOptions opts = {
+                .section_base = section_base, .unknown = unknown, .userdata = &p, .reject_bad_values = true,
+        };
         r = conf_parse_file(f, path, policy_table, policy_table_size, &p, &opts, diag);
         if (r < 0)
                 return r;
@@ -262,24 +258,78 @@ static const Policy *find_previous(const PolicySet *prev, const char *path) {
         return NULL;
 }
 
+/* A rejected file in an earlier directory must not take a later file of
+ * its name with it: an unreadable or untrusted "mask" of 10-secrets.policy
+ * would otherwise switch the secrets policy off. The first same-named file
+ * after it that loads stands in. 0 and *ret, 1 when none does, -ENOMEM. */
+static int load_shadowed(char *const *dirs, const char *rejected, Policy *ret, ConfDiag *diag) {
+        const char *name = strrchr(rejected, '/');
+        bool after = false;
+
+        if (!name)
+                return 1;
+        for (char *const *d = dirs; d && *d; d++) {
+                _cleanup_free_ char *path = NULL;
+                if (asprintf(&path, "%s%s", *d, name) < 0)
+                        return -ENOMEM;
+                if (!after) {
+                        after = streq(path, rejected);
+                        continue;
+                }
+                if (access(path, F_OK) < 0 || (conf_trust_checks() && conf_dir_check_trusted(*d, NULL) < 0))
+                        continue;
+                int r = policy_load_file(path, ret, diag);
+                if (r == -ENOMEM)
+                        return r;
+                if (r == 1) { /* a mask there: nothing stands in */
+                        policy_done(ret);
+                        return 1;
+                }
+                if (r == 0) {
+                        conf_diag_add(diag, rejected, 0, NULL, "%s is in force in its place", path);
+                        return 0;
+                }
+        }
+        return 1;
+}
+
+/* The first diagnostic about a file that was rejected, for the Reload
+ * error: diag lines from the first of this file's on. */
+static int note_rejected(PolicySet *s, const ConfDiag *diag, size_t first_line) {
+        if (s->rejected_reason || !diag || first_line >= diag->n)
+                return 0;
+        s->rejected_reason = strdup(diag->lines[first_line]);
+        return s->rejected_reason ? 0 : -ENOMEM;
+}
+
 int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret, ConfDiag *diag) {
         _cleanup_(policy_set_done) PolicySet s = {};
         _cleanup_strv_free_ char **found = NULL;
+        size_t mark = diag ? diag->n : 0;
         int r;
 
-        /* An unreadable directory has been reported; the others count. */
+        /* An unreadable or untrusted directory has been reported; the
+         * others count. */
         r = conf_files_collect((const char *const *) dirs, ".policy", &found, &s.n_masked, diag);
         if (r == -ENOMEM)
                 return r;
+        if (r < 0) {
+                s.n_rejected++;
+                if (note_rejected(&s, diag, mark) < 0)
+                        return -ENOMEM;
+        }
         size_t n_found = strv_length(found);
         s.policies = calloc(MAX(n_found, 1), sizeof *s.policies);
         if (!s.policies)
                 return -ENOMEM;
         for (size_t i = 0; i < n_found; i++) {
                 Policy p;
+                mark = diag ? diag->n : 0;
                 r = policy_load_file(found[i], &p, diag);
                 if (r == -ENOMEM)
                         break;
+                if (r == -ENOENT) /* gone since the directory was read */
+                        continue;
                 if (r == 1) { /* mask only */
                         policy_done(&p);
                         s.n_masked++;
@@ -289,18 +339,27 @@ int policy_set_load(char *const *dirs, const PolicySet *previous, PolicySet *ret
                         s.policies[s.n++] = p;
                         continue;
                 }
-                if (r != -EBADMSG && r != -EPERM)
-                        conf_diag_add(diag, found[i], 0, NULL, "cannot be read (%s), rejected",
-                                      strerror(-r));
+                if (r == -EIO)
+                        conf_diag_add(diag, found[i], 0, NULL, "cannot be read (%s), rejected", strerror(-r));
+                r = note_rejected(&s, diag, mark);
+                if (r < 0)
+                        break;
                 const Policy *old = find_previous(previous, found[i]);
                 if (old) {
                         r = policy_copy(old, &s.policies[s.n]);
                         if (r < 0)
                                 break;
                         s.n++;
+                        s.n_kept++;
                         conf_diag_add(diag, found[i], 0, NULL, "keeping the previous version of this policy");
-                } else
+                } else {
                         s.n_rejected++;
+                        r = load_shadowed(dirs, found[i], &s.policies[s.n], diag);
+                        if (r < 0)
+                                break;
+                        if (r == 0)
+                                s.n++;
+                }
                 r = 0;
         }
         if (r == -ENOMEM)

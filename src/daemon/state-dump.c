@@ -95,5 +95,6 @@ int state_dump_write(Manager *m, const char *path) {
         fputc('\n', f);
         if (fclose(f) != 0)
                 return -ENOMEM;
-        return write_file_atomic(path, buf, size, 0644);
+        /* Every process's pid and verdict, hidden processes too: root's alone. */
+        return write_file_atomic(path, buf, size, 0600);
 }

@@ -357,7 +357,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
                 const char *id = streq(x->kind, "exclude")   ? KSMTUNED2_MESSAGE_PROCESS_EXCLUDED
                                  : streq(x->kind, "readmit") ? KSMTUNED2_MESSAGE_PROCESS_READMITTED
                                                              : NULL;
-                decision_log_add(log, x->kind, "%s", x->text);
+                decision_log_add_about(log, DECISION_SUBJECT_PID(x->pid), x->kind, "%s", x->text);
                 log_struct(LOG_INFO,
                            LOG_FIELDS(.message_id = id, .pid = x->pid, .decision = x->kind,
                                       .action = id ? x->kind : NULL),

@@ -61,12 +61,18 @@ static void decide_about(ControllerDecisions *d, const char *kind, const Process
 
 /* A tuning decision, "what: why", whose why is from now on the reason ksmd
  * runs at its rate (Controller.reason). */
-_printf_(4, 5) static void because(Controller *c, ControllerDecisions *d, const char *what, const char *fmt, ...) {
+/* pid: the process the why names (it entered KSM), 0 when none: the bus
+ * shows a process's name and pid to its owner and root only. */
+_printf_(5, 6) static void because(Controller *c, ControllerDecisions *d, int pid, const char *what, const char *fmt,
+                                   ...) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(c->reason, sizeof c->reason, fmt, ap);
         va_end(ap);
-        decide(d, "tuning", "%s: %s", what, c->reason);
+        c->reason_pid = pid;
+        ControllerDecision *x = decide(d, "tuning", "%s: %s", what, c->reason);
+        if (x)
+                x->pid = pid;
 }
 
 static const char *fmt_pages(char *buf, size_t n, const Model *m, uint64_t pages) {
@@ -168,6 +174,8 @@ static void set_decay_step(Controller *c, const Model *m, const TuningConfig *cf
         TuneMode mode = m->scans_without_gain > 0 ? TUNE_MODE_DECAY : TUNE_MODE_BURST;
         double percent = burst_duty(cfg, mode, m->scans_without_gain) * 100.0;
 
+        if (mode == TUNE_MODE_DECAY || c->mode == TUNE_MODE_DECAY)
+                c->reason_pid = 0;
         if (mode == TUNE_MODE_DECAY)
                 snprintf(c->reason, sizeof c->reason, "%" PRIu64 " full scan%s without new sharing: %.3g%% of a core",
                          m->scans_without_gain, m->scans_without_gain == 1 ? "" : "s", percent);
@@ -341,7 +349,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                         c->stream_start_usec = m->entered_usec;
                 else if (m->entered_usec - c->stream_start_usec < ARRIVAL_MAX_HOLD_USEC) {
                         if (c->hold_until_usec <= now)
-                                because(c, d, "holding the burst",
+                                because(c, d, m->entered_pid, "holding the burst",
                                         "pid %d (%s) entered KSM %s after the one before; "
                                         "scanning once the arrivals pause (at most %s after the first)",
                                         m->entered_pid, m->entered_comm,
@@ -358,12 +366,12 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
                         ; /* already bursting: the new memory is being scanned */
                 else if (entered && new_pages >= cfg->burst_min_new_pages)
-                        because(c, d, "burst", "pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
+                        because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
                                 m->entered_comm, fmt_pages(a, sizeof a, m, new_pages));
                 else if (entered)
-                        because(c, d, "burst", "pid %d (%s) entered KSM", m->entered_pid, m->entered_comm);
+                        because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM", m->entered_pid, m->entered_comm);
                 else
-                        because(c, d, "burst", "%s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
+                        because(c, d, 0, "burst", "%s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
                 c->seen_entered = m->entered_count;
                 c->seen_new_mergeable = m->new_mergeable_total;
                 if (c->mode == TUNE_MODE_DECAY)
@@ -373,7 +381,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         } else if ((c->mode == TUNE_MODE_MAINTAIN || c->mode == TUNE_MODE_IDLE) && m->scans_without_gain == 0 &&
                    m->last_gain_usec > c->mode_since_usec && m->last_scan_gain_pages >= (int64_t) m->min_gain_pages &&
                    now - c->backoff_usec >= REBURST_COOLDOWN_USEC) {
-                because(c, d, "burst", "a %s scan found %s of new sharing",
+                because(c, d, 0, "burst", "a %s scan found %s of new sharing",
                         c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",
                         fmt_pages(a, sizeof a, m, (uint64_t) m->last_scan_gain_pages));
                 set_mode(c, TUNE_MODE_BURST, now);
@@ -389,9 +397,9 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                                m->rmap_items > 0;
                 if (m->scans_without_gain >= cfg->backoff_full_scans || empty || settled) {
                         if (empty)
-                                because(c, d, "backing off", "nothing left to scan");
+                                because(c, d, 0, "backing off", "nothing left to scan");
                         else if (settled && m->scans_without_gain < cfg->backoff_full_scans)
-                                because(c, d, "backing off",
+                                because(c, d, 0, "backing off",
                                         "the last full scan left %s volatile and met no new memory "
                                         "(saving %s); maintenance: a full scan of %s every %s",
                                         fmt_pages(b, sizeof b, m, m->pages_volatile),
@@ -399,7 +407,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                                         fmt_pages(a, sizeof a, m, m->rmap_items),
                                         format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
                         else
-                                because(c, d, "backing off",
+                                because(c, d, 0, "backing off",
                                         "%" PRIu64 " full scans without new sharing (saving %s); "
                                         "maintenance: a full scan of %s every %s",
                                         m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing),
@@ -415,7 +423,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         }
         if (c->mode == TUNE_MODE_MAINTAIN && cfg->idle_after_usec > 0 &&
             now - MAX(m->last_gain_usec, c->mode_since_usec) >= cfg->idle_after_usec) {
-                because(c, d, "idle", "no new sharing for %s%s",
+                because(c, d, 0, "idle", "no new sharing for %s%s",
                         format_timespan(a, sizeof a, now - MAX(m->last_gain_usec, c->mode_since_usec)),
                         cfg->idle_mode == IDLE_MODE_STOP ? ", stopping ksmd (run=0 keeps merged pages)" : "");
                 set_mode(c, TUNE_MODE_IDLE, now);
@@ -425,11 +433,12 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         uint64_t p, sl;
         bool bursting = c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY;
         if (bursting && c->allowance_nsec <= 0 && !c->throttled) {
-                because(c, d, "burst throttled", "allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
+                because(c, d, 0, "burst throttled", "allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
                         format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
                 c->throttled = true;
         } else if (bursting && c->allowance_nsec > 0 && c->throttled) {
                 /* no decision: the knobs follow on their own */
+                c->reason_pid = 0;
                 snprintf(c->reason, sizeof c->reason, "the allowance refilled to %s: bursting again",
                          format_timespan(a, sizeof a, (uint64_t) (c->allowance_nsec / NSEC_PER_USEC)));
                 c->throttled = false;
@@ -464,9 +473,11 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         /* --- hysteresis and rate limits --- */
         bool change = !c->have_knobs || c->mode != before || holding != c->held ||
                       (bursting && m->scans_without_gain != c->knob_step);
-        if (c->held && !holding && bursting && !c->throttled)
+        if (c->held && !holding && bursting && !c->throttled) {
+                c->reason_pid = 0;
                 snprintf(c->reason, sizeof c->reason, "the arrivals paused: scanning at %.3g%% of a core",
                          burst_duty(cfg, c->mode, m->scans_without_gain) * 100.0);
+        }
         c->held = holding;
         /* Within one step of a burst (same mode, same number of barren
          * scans) the batch is fixed and only the cost estimate moves the

@@ -3,20 +3,58 @@
 #include <stdio.h>
 
 #include "decisions.h"
+#include "process.h"
 #include "util.h"
 
-const Decision *decision_log_add(DecisionLog *l, const char *kind, const char *fmt, ...) {
+_printf_(4, 0) static const Decision *log_add(DecisionLog *l, DecisionSubject who, const char *kind, const char *fmt,
+                                              va_list ap) {
         Decision *d = &l->ring[l->total % DECISION_RING_SIZE];
-        va_list ap;
 
         d->realtime_usec = now_usec(CLOCK_REALTIME);
         d->monotonic_usec = now_usec(CLOCK_MONOTONIC);
         strscpy(d->kind, sizeof d->kind, kind);
-        va_start(ap, fmt);
         vsnprintf(d->text, sizeof d->text, fmt, ap);
-        va_end(ap);
+        d->pid = who.pid;
+        d->owner_known = who.pid > 0 && who.owner_known;
+        d->owner_pending = who.pid > 0 && !who.owner_known && who.resolve;
+        d->uid = who.uid;
+        d->euid = who.euid;
         l->total++;
         return d;
+}
+
+const Decision *decision_log_add(DecisionLog *l, const char *kind, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        const Decision *d = log_add(l, (DecisionSubject) {}, kind, fmt, ap);
+        va_end(ap);
+        return d;
+}
+
+const Decision *decision_log_add_about(DecisionLog *l, DecisionSubject who, const char *kind, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        const Decision *d = log_add(l, who, kind, fmt, ap);
+        va_end(ap);
+        return d;
+}
+
+void decision_log_resolve_owners(DecisionLog *l, bool (*owner)(const void *userdata, int pid, uid_t *ret_uid,
+                                                              uid_t *ret_euid),
+                                 const void *userdata) {
+        for (size_t i = 0; i < DECISION_RING_SIZE; i++) {
+                Decision *d = &l->ring[i];
+                if (!d->owner_pending)
+                        continue;
+                d->owner_pending = false;
+                d->owner_known = owner(userdata, d->pid, &d->uid, &d->euid);
+        }
+}
+
+bool decision_visible_to(const Decision *d, uid_t viewer) {
+        if (d->pid <= 0 || viewer == 0)
+                return true;
+        return d->owner_known && process_owner_visible_to(d->uid, d->euid, viewer);
 }
 
 unsigned decision_log_size(const DecisionLog *l) {

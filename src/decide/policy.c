@@ -33,6 +33,7 @@ void policy_set_done(PolicySet *s) {
         for (size_t i = 0; i < s->n; i++)
                 policy_done(&s->policies[i]);
         free(s->policies);
+        free(s->rejected_reason);
         *s = (PolicySet) {};
 }
 

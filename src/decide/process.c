@@ -37,6 +37,12 @@ const char *verdict_refuses_controller(const Verdict *v, bool enable) {
         return NULL;
 }
 
+bool process_owner_visible_to(uid_t uid, uid_t euid, uid_t viewer) {
+        if (viewer == (uid_t) -1)
+                return false;
+        return viewer == 0 || (viewer == uid && viewer == euid);
+}
+
 int process_merging_enabled(const Process *p) {
         if (!p->ksm_stat_valid)
                 return -1;

@@ -54,6 +54,10 @@ static bool same_name(const char *a, const char *b) {
 }
 
 int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret) {
+        return savings_by_cgroup_visible(t, 0, ret);
+}
+
+int savings_by_cgroup_visible(const ProcessTable *t, uid_t viewer, SavingsTable *ret) {
         SavingsTable s = {};
         const Process *p;
 
@@ -64,7 +68,7 @@ int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret) {
          * cgroups at most, and this runs once per tick or call. */
         PROCESS_TABLE_FOREACH(p, t, i) {
                 CgroupSavings *c = NULL;
-                if (p->kthread)
+                if (p->kthread || !process_visible_to(p, viewer))
                         continue;
                 for (size_t j = 0; j < s.n && !c; j++)
                         if (same_name(s.items[j].cgroup, p->cgroup))

@@ -97,6 +97,10 @@ int exit_for_error(const sd_bus_error *e, int r, const char *what) {
                         log_error("Cannot %s: permission denied; only root may change ksmtuned2.", what);
                         return KSMCTL_EXIT_ACCESS_DENIED;
                 }
+                if (sd_bus_error_has_name(e, BUS_ERROR_PROCESS_HIDDEN)) {
+                        log_error("%s", e->message ?: e->name);
+                        return KSMCTL_EXIT_ACCESS_DENIED;
+                }
                 if (sd_bus_error_has_name(e, BUS_ERROR_NO_SUCH_PROCESS)) {
                         log_error("%s", e->message ?: e->name);
                         return KSMCTL_EXIT_NO_SUCH_PROCESS;
@@ -891,6 +895,33 @@ static const TableColumn process_columns[] = {
         { "POLICY", false, 0 },
 };
 
+/* The daemon lists a caller's own processes only, root's all: say so under
+ * the table, so an empty one does not read as "nothing merges", with the
+ * host's totals, which are everyone's. Only where this uid is the one the
+ * daemon sees (not over -H or -M). */
+static void note_own_processes_only(const KsmctlOptions *o, const char *what) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *saved_reply = NULL, *managed_reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        uint64_t saved;
+        uint32_t managed;
+        char b[32];
+
+        if (geteuid() == 0 || o->host || o->machine)
+                return;
+        printf("%s; ksmtuned2 shows other users' processes to root only.\n", what);
+        if (bus_open(o, &bus, &error) < 0 ||
+            bus_call(bus, "org.freedesktop.DBus.Properties", "Get", &error, &saved_reply, "ss", BUS_INTERFACE,
+                     "SavedBytes") < 0 ||
+            bus_call(bus, "org.freedesktop.DBus.Properties", "Get", &error, &managed_reply, "ss", BUS_INTERFACE,
+                     "ManagedProcesses") < 0 ||
+            sd_bus_message_read(saved_reply, "v", "t", &saved) < 0 ||
+            sd_bus_message_read(managed_reply, "v", "u", &managed) < 0)
+                return; /* the table was read: the totals are a bonus */
+        printf("The host in all: %s saved, %" PRIu32 " process%s managed.\n", format_bytes(b, sizeof b, saved),
+               managed, managed == 1 ? "" : "es");
+}
+
 static int list_processes(const KsmctlOptions *o) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(table_done) Table t = {};
@@ -962,6 +993,7 @@ static int list_processes(const KsmctlOptions *o) {
                 char total[32];
                 printf("\n%" PRIu64 " of %" PRIu64 " processes shown%s; %s merging in all.\n", shown, all,
                        o->all ? "" : " (--all for every one)", format_bytes(total, sizeof total, total_pages * page_size()));
+                note_own_processes_only(o, "Only your own processes are listed");
         }
         return KSMCTL_EXIT_OK;
 }
@@ -1031,8 +1063,10 @@ static int list_cgroups(const KsmctlOptions *o) {
                 return KSMCTL_EXIT_OK;
         }
         table_print(&t, stdout, terminal_columns(), !o->no_legend);
-        if (!o->no_legend)
+        if (!o->no_legend) {
                 printf("\n%zu cgroup%s.\n", n, n == 1 ? "" : "s");
+                note_own_processes_only(o, "Only your own processes are counted");
+        }
         return KSMCTL_EXIT_OK;
 }
 

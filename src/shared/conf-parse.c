@@ -2,13 +2,20 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ini.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 #include <strings.h>
 
 #include "conf-parse.h"
+#include "fileio.h"
 #include "log.h"
 #include "util.h"
 
@@ -65,6 +72,140 @@ static bool name_taken(char *const *paths, size_t n, const char *name) {
         return false;
 }
 
+bool conf_trust_checks(void) {
+        return geteuid() == 0;
+}
+
+/* Why st, an entry root relies on, is not root's alone; NULL when it is.
+ * above: st is a directory above the one read, which may be sticky and
+ * world-writable. */
+static const char *untrusted_reason(const struct stat *st, bool above, char *buf, size_t n) {
+        if (st->st_uid != 0)
+                snprintf(buf, n, "owned by uid %u, not root", (unsigned) st->st_uid);
+        else if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(above && S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)))
+                snprintf(buf, n, "writable by group or others (mode %04o)", (unsigned) (st->st_mode & 07777));
+        else
+                return NULL;
+        return buf;
+}
+
+/* dir and every directory above it, as written (the directories that hold
+ * each symlink on the way) and as resolved (where they lead). */
+static int check_path_trusted(const char *dir, const char *shown, ConfDiag *diag) {
+        char buf[PATH_MAX], why[96];
+        size_t len = strlen(dir);
+
+        if (len == 0 || len >= sizeof buf)
+                return -ENAMETOOLONG;
+        memcpy(buf, dir, len + 1);
+        while (len > 1 && buf[len - 1] == '/')
+                buf[--len] = 0;
+        for (bool first = true;; first = false) {
+                struct stat st;
+                if (stat(buf, &st) < 0) {
+                        int r = negative_errno();
+                        if (r != -ENOENT || !first)
+                                conf_diag_add(diag, shown, 0, NULL, "cannot check %s: %s", buf, strerror(-r));
+                        return r;
+                }
+                if (first && !S_ISDIR(st.st_mode)) {
+                        conf_diag_add(diag, shown, 0, NULL, "cannot open directory: %s", strerror(ENOTDIR));
+                        return -ENOTDIR;
+                }
+                const char *reason = untrusted_reason(&st, !first, why, sizeof why);
+                if (reason) {
+                        if (first)
+                                conf_diag_add(diag, shown, 0, NULL, "directory %s, its files are ignored", reason);
+                        else
+                                conf_diag_add(diag, shown, 0, NULL, "%s above it is %s, its files are ignored", buf,
+                                              reason);
+                        return -EPERM;
+                }
+                if (streq(buf, "/"))
+                        return 0;
+                char *slash = strrchr(buf, '/');
+                if (!slash) /* relative: its first component was the last */
+                        return 0;
+                if (slash == buf)
+                        slash[1] = 0; /* "/x": "/" is next */
+                else
+                        *slash = 0;
+        }
+}
+
+int conf_dir_check_trusted(const char *dir, ConfDiag *diag) {
+        _cleanup_free_ char *real = NULL;
+        int r;
+
+        r = check_path_trusted(dir, dir, diag);
+        if (r < 0)
+                return r;
+        real = realpath(dir, NULL);
+        if (!real) {
+                r = negative_errno();
+                conf_diag_add(diag, dir, 0, NULL, "cannot resolve: %s", strerror(-r));
+                return r;
+        }
+        return streq(real, dir) ? 0 : check_path_trusted(real, dir, diag);
+}
+
+int conf_file_open(const char *path, bool trust, FILE **ret_f, ConfDiag *diag) {
+        _cleanup_close_ int fd = -EBADF;
+        struct stat lst, st;
+        char why[96];
+        int r;
+
+        /* Looked at before it is opened: opening a FIFO waits for a writer,
+         * opening a device may do anything. */
+        if (lstat(path, &lst) < 0 || stat(path, &st) < 0) {
+                r = negative_errno();
+                if (r != -ENOENT)
+                        conf_diag_add(diag, path, 0, NULL, "cannot be read (%s), rejected", strerror(-r));
+                return r;
+        }
+        /* A symlink's own owner: whoever made it chose what it masks. */
+        if (trust && S_ISLNK(lst.st_mode) && lst.st_uid != 0) {
+                conf_diag_add(diag, path, 0, NULL, "a symlink owned by uid %u, not root, rejected",
+                              (unsigned) lst.st_uid);
+                return -EPERM;
+        }
+        if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3))
+                return CONF_FILE_MASKS; /* /dev/null (world-writable, and writes go nowhere) */
+        if (!S_ISREG(st.st_mode)) {
+                conf_diag_add(diag, path, 0, NULL, "not a regular file, rejected");
+                return -EBADMSG;
+        }
+        /* Who may write it is checked before its content counts, emptiness
+         * (a mask) included. */
+        const char *reason = trust ? untrusted_reason(&st, false, why, sizeof why) : NULL;
+        if (reason) {
+                conf_diag_add(diag, path, 0, NULL, "%s, rejected (only root may write it)", reason);
+                return -EPERM;
+        }
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0) {
+                r = negative_errno();
+                conf_diag_add(diag, path, 0, NULL, "cannot be read (%s), rejected", strerror(-r));
+                return r;
+        }
+        /* The same file as looked at: not swapped for a FIFO meanwhile. */
+        struct stat fst;
+        if (fstat(fd, &fst) < 0)
+                return negative_errno();
+        if (fst.st_dev != st.st_dev || fst.st_ino != st.st_ino) {
+                conf_diag_add(diag, path, 0, NULL, "replaced while being read, rejected");
+                return -EBUSY;
+        }
+        if (stat_is_null_or_empty(&fst))
+                return CONF_FILE_MASKS;
+        FILE *f = fdopen(fd, "re");
+        if (!f)
+                return -ENOMEM;
+        TAKE_FD(fd);
+        *ret_f = f;
+        return 0;
+}
+
 int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_paths, size_t *ret_shadowed,
                        ConfDiag *diag) {
         _cleanup_strv_free_ char **paths = NULL;
@@ -72,6 +213,16 @@ int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_
         int error = 0;
 
         for (const char *const *d = dirs; d && *d; d++) {
+                if (conf_trust_checks()) {
+                        int r = conf_dir_check_trusted(*d, diag);
+                        if (r == -ENOENT)
+                                continue;
+                        if (r < 0) {
+                                if (error == 0)
+                                        error = r;
+                                continue;
+                        }
+                }
                 DIR *dir = opendir(*d);
                 if (!dir) {
                         /* A missing directory is normal; an unreadable one is not. */
@@ -111,8 +262,8 @@ int conf_files_collect(const char *const *dirs, const char *suffix, char ***ret_
 }
 
 int conf_bad_value(const ConfContext *c, const char *value, const char *reason) {
-        conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"), ignoring", reason,
-                      CESCAPE(value, CESCAPE_ASCII));
+        conf_diag_add(c->diag, c->file, c->line, c->key, "%s (\"%s\"), %s", reason, CESCAPE(value, CESCAPE_ASCII),
+                      c->reject ? "file rejected" : "ignoring");
         return -EINVAL;
 }
 
@@ -347,6 +498,7 @@ typedef struct ParseState {
         ConfDiag *diag;
         int error;
         unsigned bad_line;              /* first line reader() refused, 0 when none */
+        unsigned bad_value_line;        /* first line with a value refused, under reject_bad_values */
         unsigned section_line;          /* line of the latest [Section] header */
         char last_section[128];
         void *section_base;
@@ -512,7 +664,8 @@ static void unknown_section(const ParseState *s, const char *section) {
  * or "interval=" is a typo to report, not a spelling to accept. */
 static int handler(void *user, const char *section, const char *name, const char *value) {
         ParseState *s = user;
-        ConfContext c = { .file = s->file, .line = s->line, .section = section, .key = name, .diag = s->diag };
+        ConfContext c = { .file = s->file, .line = s->line, .section = section, .key = name, .diag = s->diag,
+                          .reject = s->opts && s->opts->reject_bad_values };
 
         if (s->error)
                 return 1;
@@ -549,7 +702,9 @@ static int handler(void *user, const char *section, const char *name, const char
                 int r = it->parse(&c, value, (char *) s->section_base + it->offset, it->data);
                 if (r == -ENOMEM)
                         s->error = r;
-                return 1; /* bad values were reported and skipped */
+                else if (r < 0 && c.reject && s->bad_value_line == 0)
+                        s->bad_value_line = s->line;
+                return 1; /* bad values were reported and skipped (or reject the file, said so) */
         }
         unknown_key(s, section, name);
         return 1;
@@ -584,6 +739,8 @@ int conf_parse_file(FILE *f, const char *file, const ConfItem *table, size_t n_t
                 conf_diag_add(diag, file, first, NULL, "syntax error, file rejected");
                 return -EBADMSG;
         }
+        if (s.bad_value_line > 0) /* each said "file rejected" */
+                return -EBADMSG;
         if (ferror(f))
                 return -EIO;
         return 0;

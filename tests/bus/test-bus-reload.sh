@@ -104,6 +104,49 @@ grep -q "$tmp/k.conf:6: interval: unknown key in \[Daemon\] (did you mean Interv
 [ "$(prop IntervalUSec)" = "t 300000" ] || fail "an ignored key changed Interval: $(prop IntervalUSec)"
 ok "ignored keys: reported with the name meant, the reload succeeds"
 
+# --- 4. A rejected policy file fails the reload too, naming file and line:
+# a mistyped value (a default in its place would turn Mode=never into auto),
+# a FIFO (refused at once, not waited on), a file others may write.
+write_conf "Mode=tune-only"
+printf '[Match]\nComm=ssh-agent\n[Merge]\nMode=never\n' > "$tmp/policy.d/10-secrets.policy"
+systemctl_reload || fail "reload with a good policy failed"
+printf '[Match]\nComm=ssh-agent\n[Merge]\nMode=nevr\n' > "$tmp/policy.d/10-secrets.policy"
+out=$(timeout 10 "$KSMCTL" reload 2>&1); rc=$?
+[ $rc = 1 ] || fail "reload with Mode=nevr exited $rc, want 1: $out"
+grep -q "Cannot reload: Reloading the policies failed: $tmp/policy.d/10-secrets.policy:4: Mode: expected one of: always auto never (\"nevr\"), file rejected" <<<"$out" ||
+        fail "reload with Mode=nevr said: $out"
+grep -q "org.ksmtuned2.Error.ReloadFailed" <<<"$out" || fail "no ReloadFailed in: $out"
+grep -q "$tmp/policy.d/10-secrets.policy:0: keeping the previous version of this policy" "$tmp/daemon.log" ||
+        fail "the log does not say the previous version is kept"
+kill -0 "$daemon_pid" || fail "daemon died of a bad policy"
+[ "$(prop IntervalUSec)" = "t 300000" ] || fail "the configuration of that reload is not in force: $(prop IntervalUSec)"
+rm "$tmp/policy.d/10-secrets.policy"
+mkfifo "$tmp/policy.d/20-fifo.policy"
+out=$(timeout 10 "$KSMCTL" reload 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "Reloading the policies failed: $tmp/policy.d/20-fifo.policy:0: not a regular file, rejected" <<<"$out" ||
+        fail "reload with a FIFO policy: exit $rc: $out"
+rm "$tmp/policy.d/20-fifo.policy"
+printf '[Match]\nComm=x\n' > "$tmp/policy.d/30-open.policy"; chmod 666 "$tmp/policy.d/30-open.policy"
+out=$(timeout 10 "$KSMCTL" reload 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "$tmp/policy.d/30-open.policy:0: writable by group or others (mode 0666), rejected" <<<"$out" ||
+        fail "reload with a policy others may write: exit $rc: $out"
+rm "$tmp/policy.d/30-open.policy"
+# A mask that is not root's masks nothing: the file it would hide stands in.
+mkdir "$tmp/vendor.d"
+printf '[Match]\nComm=gpg-agent\n[Merge]\nMode=never\n' > "$tmp/vendor.d/40-vendor.policy"
+write_conf "Mode=tune-only
+PolicyDirectories=$tmp/vendor.d"
+systemctl_reload || fail "reload with a vendor directory"
+: > "$tmp/policy.d/40-vendor.policy"; chown 65534 "$tmp/policy.d/40-vendor.policy"
+out=$(timeout 10 "$KSMCTL" reload 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "$tmp/policy.d/40-vendor.policy:0: owned by uid 65534, not root, rejected" <<<"$out" ||
+        fail "reload with nobody's mask: exit $rc: $out"
+grep -q "$tmp/policy.d/40-vendor.policy:0: $tmp/vendor.d/40-vendor.policy is in force in its place" "$tmp/daemon.log" ||
+        fail "the masked vendor policy does not stand in: $(tail -5 "$tmp/daemon.log")"
+rm "$tmp/policy.d/40-vendor.policy"
+systemctl_reload || fail "reload once the policies are good again"
+ok "a rejected policy (bad value, FIFO, writable by others, nobody's mask): the reload fails naming file and line, the daemon runs on"
+
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ $rc = 0 ] || fail "daemon exited $rc on SIGTERM"
 echo "PASS"

@@ -25,7 +25,7 @@ printf '[Match\nComm=x\n' > "$dir/lib/30-broken.policy"
 out=$("$KSMTUNED2" --check-config --config "$dir/k.conf" 2>&1); rc=$?
 [ $rc = 3 ] || { echo "FAIL: bad policies: exit $rc"; fail=1; }
 for want in "$dir/lib/20-java.policy:3: Colour: unknown key in \\[Match\\], this policy will match nothing" \
-            "$dir/lib/20-java.policy:5: Mode: expected one of: always auto never (\"often\"), ignoring" \
+            "$dir/lib/20-java.policy:5: Mode: expected one of: always auto never (\"often\"), file rejected" \
             "$dir/lib/30-broken.policy:1: syntax error, file rejected"; do
         echo "$out" | grep -q "^$want\$" || { echo "FAIL: missing \"$want\" in: $out"; fail=1; }
 done

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "conf.h"
@@ -305,6 +307,76 @@ static void test_dropins(void **state) {
         fake_tree_done(&dropin_tree);
 }
 
+/* As root, the configuration (which names the policy directories and
+ * switches the sandbox off) counts only when root alone may write it, and a
+ * FIFO in its place is refused without waiting for a writer. */
+static void test_config_trust(void **state) {
+        if (geteuid() != 0)
+                skip();
+        Config c = {};
+        ConfDiag d = {};
+        _cleanup_free_ char *main_file = NULL, *dropins = NULL, *fifo = NULL, *drop = NULL;
+
+        fake_tree_init(&dropin_tree);
+        main_file = tree_path("etc/k.conf");
+        dropins = tree_path("etc/k.conf.d");
+        drop = tree_path("etc/k.conf.d/50-x.conf");
+        const ConfigSearch search = {
+                .main_paths = (const char *const[]) { main_file, NULL },
+                .dropin_dirs = (const char *const[]) { dropins, NULL },
+        };
+        fake_write(&dropin_tree, "etc/k.conf", "[Daemon]\nSandbox=no\n");
+        fake_write(&dropin_tree, "etc/k.conf.d/50-x.conf", "[Daemon]\nInterval=2s\n");
+        _cleanup_strv_free_ char **files = NULL;
+        assert_int_equal(config_files_search(&search, &files, &d), 0);
+        assert_int_equal(strv_length(files), 2);
+        files = strv_free(files);
+
+        /* a main file a user owns */
+        assert_int_equal(chown(main_file, 65534, 65534), 0);
+        assert_int_equal(config_files_search(&search, &files, &d), -EPERM);
+        diag_is(&d, 0, main_file, ":0: owned by uid 65534, not root, rejected (only root may write it)");
+        conf_diag_free(&d);
+        assert_int_equal(chown(main_file, 0, 0), 0);
+
+        /* a drop-in others may write */
+        assert_int_equal(chmod(drop, 0664), 0);
+        assert_int_equal(config_files_search(&search, &files, &d), -EPERM);
+        diag_is(&d, 0, drop, ":0: writable by group or others (mode 0664), rejected (only root may write it)");
+        conf_diag_free(&d);
+        assert_int_equal(chmod(drop, 0644), 0);
+
+        /* a drop-in directory others may write */
+        assert_int_equal(chmod(dropins, 0777), 0);
+        assert_int_equal(config_files_search(&search, &files, &d), -EPERM);
+        diag_is(&d, 0, dropins, ":0: directory writable by group or others (mode 0777), its files are ignored");
+        conf_diag_free(&d);
+        assert_int_equal(chmod(dropins, 0755), 0);
+
+        /* the main file's directory: a user's */
+        _cleanup_free_ char *etc = tree_path("etc");
+        assert_int_equal(chown(etc, 65534, 65534), 0);
+        assert_int_equal(config_files_search(&search, &files, &d), -EPERM);
+        diag_is(&d, 0, etc, ":0: directory owned by uid 65534, not root, its files are ignored");
+        conf_diag_free(&d);
+        assert_int_equal(chown(etc, 0, 0), 0);
+
+        /* a FIFO: refused at once */
+        fake_remove(&dropin_tree, "etc/k.conf");
+        assert_int_equal(mkfifo(main_file, 0644), 0);
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(config_files_search(&search, &files, &d), -EBADMSG);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < USEC_PER_SEC);
+        diag_is(&d, 0, main_file, ":0: not a regular file, rejected");
+        conf_diag_free(&d);
+        assert_int_equal(config_load_files(&c, (char *[]) { main_file, NULL }, &d), -EBADMSG);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < USEC_PER_SEC);
+        conf_diag_free(&d);
+
+        config_done(&c);
+        fake_tree_done(&dropin_tree);
+}
+
 /* The build's search: /etc (sysconfdir), /run, the vendor's lib. */
 static void test_default_search(void **state) {
         const ConfigSearch *s = &config_search_default;
@@ -508,7 +580,7 @@ int main(void) {
                 cmocka_unit_test(test_bad_values),           cmocka_unit_test(test_syntax_error),
                 cmocka_unit_test(test_names_and_separators), cmocka_unit_test(test_long_lines),
                 cmocka_unit_test(test_units),                cmocka_unit_test(test_dropins),
-                cmocka_unit_test(test_default_search),
+                cmocka_unit_test(test_default_search),      cmocka_unit_test(test_config_trust),
                 cmocka_unit_test(test_util),                 cmocka_unit_test(test_json),
         };
         log_set_max_level(LOG_ERR);

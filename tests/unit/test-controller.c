@@ -146,6 +146,9 @@ static void test_burst_decays(void **state) {
         assert_true(decided(&x, "burst: pid 812 (victim) entered KSM"));
         /* the reason is the decision's why, without the phase it names */
         assert_string_equal(x.c.reason, "pid 812 (victim) entered KSM");
+        /* it names a process: the bus shows it to that process's owner only */
+        assert_int_equal(x.c.reason_pid, 812);
+        assert_true(decided_about(&x, "tuning", 812));
         /* the largest batch, a sleep short enough for 95% of a core at the
          * default cost of 4 us per page (100000 * 4 us * 5/95 = 21 ms) */
         assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
@@ -165,6 +168,7 @@ static void test_burst_decays(void **state) {
         assert_true(planned_rate(&x) < 0.6 * full && planned_rate(&x) > 0.4 * full);
         /* a decay step is no decision, but it is why the rate halved */
         assert_string_equal(x.c.reason, "1 full scan without new sharing: 47.5% of a core");
+        assert_int_equal(x.c.reason_pid, 0);
         sim_step(&x, 250 * MS, 50000, 1, 2048, 0, 25 * 1000 * 1000);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
         assert_string_equal(x.c.reason, "the last full scan found new sharing: 95% of a core again");

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "decisions.h"
 #include "metrics.h"
 #include "savings.h"
 #include "util.h"
@@ -81,6 +82,84 @@ static void test_by_cgroup(void **state) {
         assert_int_equal(s.items[4].merging_pages, 7);
         assert_string_equal(s.items[6].cgroup, "");
         assert_int_equal(s.items[6].processes, 1); /* the kernel thread is not in it */
+}
+
+/* What callers see: a process's details go to root and to a viewer that is
+ * both its real and effective uid; nobody else, and never to an unknown
+ * viewer. */
+static void test_visibility(void **state) {
+        assert_true(process_owner_visible_to(1000, 1000, 0));
+        assert_true(process_owner_visible_to(1000, 1000, 1000));
+        assert_false(process_owner_visible_to(1000, 1000, 1001));
+        assert_false(process_owner_visible_to(1000, 0, 1000));  /* a setuid program the user started */
+        assert_false(process_owner_visible_to(0, 1000, 1000));  /* root's, running as the user */
+        assert_false(process_owner_visible_to(0, 0, (uid_t) -1));
+        assert_false(process_owner_visible_to((uid_t) -1, (uid_t) -1, (uid_t) -1));
+}
+
+/* ListCgroups for a user: the cgroups of its own processes, summed over
+ * those only; root's, the whole table. */
+static void test_by_cgroup_visible(void **state) {
+        _cleanup_(process_table_freep) ProcessTable *t = fleet();
+        _cleanup_(savings_table_done) SavingsTable all = {}, mine = {}, none = {};
+        Process *p;
+
+        /* web01's emulator thread group 11 and the app's worker are uid 1000's. */
+        PROCESS_TABLE_FOREACH(p, t, i)
+                p->uid = p->euid = (p->pid == 11 || p->pid == 21) ? 1000 : 0;
+        assert_int_equal(savings_by_cgroup_visible(t, 0, &all), 0);
+        assert_int_equal(all.n, 8);
+        assert_int_equal(savings_by_cgroup_visible(t, 1000, &mine), 0);
+        assert_int_equal(mine.n, 2);
+        assert_string_equal(mine.items[0].cgroup, "machine.slice/machine-qemu\\x2d1\\x2dweb01.scope/libvirt/emulator");
+        assert_int_equal(mine.items[0].processes, 1);
+        assert_int_equal(mine.items[0].merging_pages, 500);     /* not pid 10's 1000 */
+        assert_int_equal(mine.items[0].profit_bytes, 1000000);
+        assert_string_equal(mine.items[1].cgroup, "system.slice/app.service/worker");
+        assert_int_equal(savings_by_cgroup_visible(t, 1001, &none), 0);
+        assert_int_equal(none.n, 0);
+}
+
+/* LastDecisions: a decision about a process keeps its owner, recorded or
+ * looked up once right after; one whose process is gone is root's. */
+static bool pid8_reused = false;
+
+static bool owner_of(const void *userdata, int pid, uid_t *ret_uid, uid_t *ret_euid) {
+        if (pid != 7 && !(pid == 8 && pid8_reused))
+                return false;
+        *ret_uid = *ret_euid = 1000;
+        return true;
+}
+
+static void test_decision_visibility(void **state) {
+        DecisionLog l = {};
+        Process p = { .pid = 5, .uid = 1000, .euid = 1000 };
+
+        decision_log_add(&l, "tuning", "1.0 GiB newly mergeable");
+        decision_log_add_about(&l, DECISION_SUBJECT_PROCESS(&p), "policy", "pid 5 (a): merge");
+        decision_log_add_about(&l, DECISION_SUBJECT_PID(7), "exclude", "excluding pid 7 (b)");
+        decision_log_add_about(&l, DECISION_SUBJECT_PID(8), "exclude", "excluding pid 8 (gone)");
+        decision_log_add_about(&l, (DecisionSubject) { .pid = 9 }, "merge", "pid 9 (reused)");
+        decision_log_resolve_owners(&l, owner_of, NULL);
+
+        const Decision *reused = decision_log_get(&l, 0), *gone = decision_log_get(&l, 1),
+                       *excluded = decision_log_get(&l, 2), *policy = decision_log_get(&l, 3),
+                       *host = decision_log_get(&l, 4);
+        assert_true(decision_visible_to(host, 1001));
+        assert_true(decision_visible_to(host, (uid_t) -1));
+        assert_true(decision_visible_to(policy, 1000));
+        assert_false(decision_visible_to(policy, 1001));
+        assert_true(decision_visible_to(excluded, 1000));
+        assert_false(decision_visible_to(excluded, 1001));
+        assert_false(decision_visible_to(gone, 1000));
+        assert_false(decision_visible_to(reused, 1000));
+        for (unsigned i = 0; i < 5; i++)
+                assert_true(decision_visible_to(decision_log_get(&l, i), 0));
+
+        /* Looked up once: a later process under pid 8 does not inherit it. */
+        pid8_reused = true;
+        decision_log_resolve_owners(&l, owner_of, NULL);
+        assert_false(decision_visible_to(gone, 1000));
 }
 
 /* Per VM over all the VM's cgroups, per unit over the rest: each process once. */
@@ -337,6 +416,9 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_sorted_processes),
                 cmocka_unit_test(test_by_cgroup),
+                cmocka_unit_test(test_visibility),
+                cmocka_unit_test(test_by_cgroup_visible),
+                cmocka_unit_test(test_decision_visibility),
                 cmocka_unit_test(test_by_vm_and_unit),
                 cmocka_unit_test(test_escape),
                 cmocka_unit_test(test_format),

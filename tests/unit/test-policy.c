@@ -101,17 +101,18 @@ static void test_parse_good(void **state) {
                 char text[128], want[1200];
                 snprintf(text, sizeof text, "[Match]\nComm=x\n[Merge]\nMinAnonMiB=%s\n", anon[i].value);
                 fake_write(&tree, "good/50-vms.policy", text);
-                assert_int_equal(policy_load_file(p, &pol, &d), 0);
                 if (anon[i].mib != UINT64_MAX) {
+                        assert_int_equal(policy_load_file(p, &pol, &d), 0);
                         assert_int_equal(d.n, 0);
                         assert_int_equal(pol.min_anon_mib, anon[i].mib);
+                        policy_done(&pol);
                 } else {
+                        /* a refused value rejects the file: no policy with a default instead */
+                        assert_int_equal(policy_load_file(p, &pol, &d), -EBADMSG);
                         snprintf(want, sizeof want, "%s:4: MinAnonMiB: %s", p, anon[i].reason);
-                        if (!diag_has(&d, want))
-                                fail_msg("MinAnonMiB=%s: no \"%s\"", anon[i].value, want);
-                        assert_int_equal(pol.min_anon_mib, 0);
+                        if (!diag_has(&d, want) || !diag_has(&d, "), file rejected"))
+                                fail_msg("MinAnonMiB=%s: no \"%s ... file rejected\"", anon[i].value, want);
                 }
-                policy_done(&pol);
                 conf_diag_free(&d);
         }
 }
@@ -153,10 +154,12 @@ static void test_parse_bad_keys(void **state) {
                    "Method=telepathy\n"
                    "MinAnonMiB=-5\n"
                    "MinAge=soon\n");
-        assert_int_equal(policy_load_file(p, &pol, &d), 0);
+        /* A bad value rejects the file, each named with file and line: a
+         * default in its place would turn a mistyped Mode=never into auto. */
+        assert_int_equal(policy_load_file(p, &pol, &d), -EBADMSG);
         dump(&d);
         char want[1024];
-        snprintf(want, sizeof want, "%s:4: Mode: expected one of: always auto never", p);
+        snprintf(want, sizeof want, "%s:4: Mode: expected one of: always auto never (\"sometimes\"), file rejected", p);
         assert_true(diag_has(&d, want));
         snprintf(want, sizeof want, "%s:5: Method: expected one of: any madvise process_ksm inject none", p);
         assert_true(diag_has(&d, want));
@@ -164,12 +167,14 @@ static void test_parse_bad_keys(void **state) {
         assert_true(diag_has(&d, want));
         snprintf(want, sizeof want, "%s:7: MinAge: not a time span", p);
         assert_true(diag_has(&d, want));
-        /* bad values were skipped: defaults stand */
-        assert_int_equal(pol.mode, POLICY_MODE_AUTO);
-        assert_int_equal(pol.method, MERGE_METHOD_ANY);
-        assert_int_equal(pol.min_anon_mib, 0);
-        assert_false(pol.match_invalid);
-        policy_done(&pol);
+        assert_int_equal(d.n, 4);
+        conf_diag_free(&d);
+
+        fake_write(&tree, "bad/12-typo.policy", "[Match]\nComm=ssh-agent\n[Merge]\nMode=nevr\n");
+        _cleanup_free_ char *p12 = path_of("bad/12-typo.policy");
+        assert_int_equal(policy_load_file(p12, &pol, &d), -EBADMSG);
+        snprintf(want, sizeof want, "%s:4: Mode: expected one of: always auto never (\"nevr\"), file rejected", p12);
+        assert_true(diag_has(&d, want));
         conf_diag_free(&d);
 
         /* Sections and keys are case-sensitive. What the daemon does not
@@ -226,11 +231,11 @@ static void test_parse_bad_keys(void **state) {
                 _cleanup_free_ char *p4 = path_of("bad/25-open.policy");
                 assert_int_equal(chmod(p4, 0666), 0);
                 assert_int_equal(policy_load_file(p4, &pol, &d), -EPERM);
-                assert_true(diag_has(&d, "25-open.policy:0: writable by group or others, rejected"));
+                assert_true(diag_has(&d, "25-open.policy:0: writable by group or others (mode 0666), rejected"));
                 assert_int_equal(chmod(p4, 0644), 0);
                 assert_int_equal(chown(p4, 65534, 0), 0);
                 assert_int_equal(policy_load_file(p4, &pol, &d), -EPERM);
-                assert_true(diag_has(&d, "25-open.policy:0: not owned by root, rejected"));
+                assert_true(diag_has(&d, "25-open.policy:0: owned by uid 65534, not root, rejected"));
                 conf_diag_free(&d);
         }
 
@@ -289,11 +294,17 @@ static void test_set_masked_ordered(void **state) {
         assert_int_equal(s2.n_rejected, 0);
         conf_diag_free(&d);
 
-        /* without a previous set it is simply left out */
+        assert_int_equal(s2.n_kept, 1);
+        conf_diag_free(&d);
+
+        /* without a previous set, the file it overrode stands in */
         PolicySet s3 = {};
         assert_int_equal(policy_set_load(dirs, NULL, &s3, &d), 0);
-        assert_int_equal(s3.n, 2);
+        assert_int_equal(s3.n, 3);
         assert_int_equal(s3.n_rejected, 1);
+        snprintf(want, sizeof want, "%s/50-vms.policy", lib);
+        assert_string_equal(s3.policies[2].path, want);
+        assert_int_equal(s3.policies[2].mode, POLICY_MODE_AUTO);
         conf_diag_free(&d);
 
         /* missing directories are fine; a file where a directory should be is not */
@@ -309,6 +320,112 @@ static void test_set_masked_ordered(void **state) {
         policy_set_done(&s2);
         policy_set_done(&s3);
         policy_set_done(&s4);
+}
+
+/* Who may write a policy is checked before anything in it counts, masking
+ * included, and without blocking: a masking file that is not root's, a
+ * FIFO, a symlink to /dev/null made by a user, and a directory (or one
+ * above it) others may write, are each refused with file and reason, and
+ * the policy they would mask stays in force. As root only: that is when
+ * the daemon checks. */
+static void test_trust(void **state) {
+        if (geteuid() != 0)
+                skip();
+        _cleanup_free_ char *etc = path_of("trust/etc"), *lib = path_of("trust/lib");
+        char *dirs[] = { etc, lib, NULL };
+        PolicySet s = {};
+        ConfDiag d = {};
+        char want[1200];
+
+        fake_write(&tree, "trust/lib/10-secrets.policy", "[Match]\nComm=ssh-agent\n[Merge]\nMode=never\n");
+        fake_write(&tree, "trust/lib/20-db.policy", "[Match]\nComm=postgres\n[Merge]\nMode=never\n");
+        fake_write(&tree, "trust/lib/30-x.policy", "[Match]\nComm=x\n[Merge]\nMode=never\n");
+        fake_write(&tree, "trust/lib/40-y.policy", "[Match]\nComm=y\n[Merge]\nMode=never\n");
+        /* An empty file of a user's masks nothing. */
+        fake_write(&tree, "trust/etc/10-secrets.policy", "");
+        _cleanup_free_ char *mask = path_of("trust/etc/10-secrets.policy");
+        assert_int_equal(chown(mask, 65534, 65534), 0);
+        /* An empty file others may write masks nothing either. */
+        fake_write(&tree, "trust/etc/20-db.policy", "");
+        _cleanup_free_ char *open_mask = path_of("trust/etc/20-db.policy");
+        assert_int_equal(chmod(open_mask, 0666), 0);
+        /* A FIFO is refused at once, not opened for reading (which waits for a writer). */
+        _cleanup_free_ char *fifo = path_of("trust/etc/30-x.policy");
+        assert_int_equal(mkfifo(fifo, 0644), 0);
+        /* A user's symlink to /dev/null masks nothing. */
+        _cleanup_free_ char *link = path_of("trust/etc/40-y.policy");
+        assert_int_equal(symlink("/dev/null", link), 0);
+        assert_int_equal(lchown(link, 65534, 65534), 0);
+
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(policy_set_load(dirs, NULL, &s, &d), 0);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < USEC_PER_SEC);
+        dump(&d);
+        snprintf(want, sizeof want, "%s:0: owned by uid 65534, not root, rejected", mask);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:0: writable by group or others (mode 0666), rejected", open_mask);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:0: not a regular file, rejected", fifo);
+        assert_true(diag_has(&d, want));
+        snprintf(want, sizeof want, "%s:0: a symlink owned by uid 65534, not root, rejected", link);
+        assert_true(diag_has(&d, want));
+        /* The masking files were refused: each file they would have masked
+         * stands in, the secrets policy first. */
+        assert_int_equal(s.n_rejected, 4);
+        assert_int_equal(s.n, 4);
+        snprintf(want, sizeof want, "%s/10-secrets.policy", lib);
+        assert_string_equal(s.policies[0].path, want);
+        assert_int_equal(s.policies[0].mode, POLICY_MODE_NEVER);
+        snprintf(want, sizeof want, "%s:0: %s/10-secrets.policy is in force in its place", mask, lib);
+        assert_true(diag_has(&d, want));
+        assert_non_null(s.rejected_reason);
+        assert_non_null(strstr(s.rejected_reason, "10-secrets.policy:0: owned by uid 65534"));
+        policy_set_done(&s);
+        conf_diag_free(&d);
+
+        /* A directory others may write: its files neither count nor mask. */
+        fake_write(&tree, "trust/open/10-secrets.policy", "");
+        _cleanup_free_ char *open_dir = path_of("trust/open");
+        assert_int_equal(chmod(open_dir, 01777), 0); /* sticky does not help the directory itself */
+        char *dirs2[] = { open_dir, lib, NULL };
+        assert_int_equal(policy_set_load(dirs2, NULL, &s, &d), 0);
+        dump(&d);
+        snprintf(want, sizeof want, "%s:0: directory writable by group or others (mode 1777), its files are ignored",
+                 open_dir);
+        assert_true(diag_has(&d, want));
+        assert_int_equal(s.n, 4);
+        assert_string_equal(s.policies[0].name, "10-secrets.policy");
+        assert_int_equal(s.n_rejected, 1);
+        policy_set_done(&s);
+        conf_diag_free(&d);
+
+        /* ... nor one whose parent a user owns (they could rename it away). */
+        fake_write(&tree, "trust/user/policy.d/10-secrets.policy", "");
+        _cleanup_free_ char *user = path_of("trust/user"), *user_dir = path_of("trust/user/policy.d");
+        assert_int_equal(chown(user, 65534, 65534), 0);
+        char *dirs3[] = { user_dir, lib, NULL };
+        assert_int_equal(policy_set_load(dirs3, NULL, &s, &d), 0);
+        dump(&d);
+        snprintf(want, sizeof want, "%s:0: %s above it is owned by uid 65534, not root, its files are ignored",
+                 user_dir, user);
+        assert_true(diag_has(&d, want));
+        assert_int_equal(s.n, 4);
+        policy_set_done(&s);
+        conf_diag_free(&d);
+
+        /* ... nor one reached through a root's symlink into a user's directory. */
+        fake_write(&tree, "trust/user/real.d/10-secrets.policy", "");
+        _cleanup_free_ char *link_dir = path_of("trust/link.d"), *real = path_of("trust/user/real.d");
+        assert_int_equal(symlink(real, link_dir), 0);
+        char *dirs4[] = { link_dir, lib, NULL };
+        assert_int_equal(policy_set_load(dirs4, NULL, &s, &d), 0);
+        dump(&d);
+        snprintf(want, sizeof want, "%s:0: %s above it is owned by uid 65534, not root, its files are ignored",
+                 link_dir, user);
+        assert_true(diag_has(&d, want));
+        assert_int_equal(s.n, 4);
+        policy_set_done(&s);
+        conf_diag_free(&d);
 }
 
 static void test_glob(void **state) {
@@ -614,6 +731,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_design_example),
                 cmocka_unit_test(test_parse_bad_keys),
                 cmocka_unit_test(test_set_masked_ordered),
+                cmocka_unit_test(test_trust),
                 cmocka_unit_test(test_glob),
                 cmocka_unit_test(test_classify),
                 cmocka_unit_test(test_shipped_policies),
