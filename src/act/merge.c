@@ -346,10 +346,13 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                                           : "process exited");
                 return 0;
         }
-        if (proc_stat_is_kthread(&st) || a->pid == getpid()) {
+        /* PID 1 again, whatever a plan says (classify leaves it alone):
+         * everything depends on it, and a stop of it stalls the host. */
+        if (proc_stat_is_kthread(&st) || a->pid == getpid() || a->pid == 1) {
                 o->kind = MERGE_OUTCOME_REFUSED;
                 o->error = EINVAL;
-                set_text(o, "%s: not touched", proc_stat_is_kthread(&st) ? "kernel thread" : "ksmtuned2 itself");
+                set_text(o, "%s: not touched",
+                         a->pid == 1 ? "PID 1" : proc_stat_is_kthread(&st) ? "kernel thread" : "ksmtuned2 itself");
                 return 0;
         }
 

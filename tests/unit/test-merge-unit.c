@@ -12,6 +12,7 @@
 
 #include "merge.h"
 #include "proc-maps.h"
+#include "root.h"
 #include "seccomp-eval.h"
 #include "util.h"
 
@@ -84,6 +85,20 @@ static void test_outcomes_without_process(void **state) {
         assert_string_equal(merge_outcome_kind_to_string(MERGE_OUTCOME_REFUSED), "refused");
 }
 
+/* Whatever a plan says, the actuator never touches PID 1 (here only a
+ * dry run would have followed: it reads nothing that takes its locks). */
+static void test_pid1_refused(void **state) {
+        _cleanup_(root_freep) Root *root = NULL;
+        Probe p = {};
+        assert_int_equal(root_open(NULL, &root), 0);
+        MergeContext c = { .root = root, .probe = &p, .dry_run = true };
+        MergeOutcome o;
+        ProcessAction a = { .pid = 1, .action = MERGE_ACTION_ENABLE, .method = MERGE_METHOD_INJECT };
+        assert_int_equal(merge_apply_one(&c, &a, &o), 0);
+        assert_int_equal(o.kind, MERGE_OUTCOME_REFUSED);
+        assert_string_equal(o.text, "PID 1: not touched");
+}
+
 static void test_ledger(void **state) {
         MergeOutcome out[] = {
                 { .pid = 10, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
@@ -152,6 +167,7 @@ int main(void) {
                 cmocka_unit_test(test_maps_parse),
                 cmocka_unit_test(test_maps_garbage),
                 cmocka_unit_test(test_outcomes_without_process),
+                cmocka_unit_test(test_pid1_refused),
                 cmocka_unit_test(test_ledger),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
