@@ -39,6 +39,11 @@
  * already merging (ksm_merge_any: yes, or ranges it marked itself) is
  * recognised and not touched; one not merging is not "disabled" again.
  * After acting, ksm_stat is read again to check that the kernel did it.
+ * For inject, the action carries what its policy matched
+ * (ProcessAction.identity); inject.c checks it again with the thread
+ * stopped, and refuses a privileged process unless the policy says
+ * InjectPrivileged=yes.
+ *
  *
  * Capabilities (for the sandbox, sandbox.c):
  *   all          none for pidfd_open(2); CAP_DAC_OVERRIDE (or same uid) and

@@ -61,6 +61,8 @@ typedef struct Policy {
         int method;             /* MergeMethod, Method= */
         uint64_t min_anon_mib;  /* MinAnonMiB= */
         uint64_t min_age_usec;  /* MinAge= */
+        bool inject_privileged; /* InjectPrivileged=: Method=inject may also write into a process that
+                                 * is not dumpable or runs with more than its owner's credentials */
 } Policy;
 
 typedef struct PolicySet {

@@ -25,6 +25,7 @@
 
 #include "inject.h"
 #include "proc-maps.h"
+#include "process-read.h"
 #include "procfs.h"
 #include "seccomp-eval.h"
 #include "string-table.h"
@@ -630,6 +631,25 @@ static int refuse(InjectStats *s, int r, const char *fmt, ...) {
         return r;
 }
 
+/* The process behind pid now: still what its policy matched (expect),
+ * and not running with more than its owner's credentials unless its policy
+ * allows it. Checked before seizing, so that such a process is not even
+ * stopped, and again with the thread stopped, which is the check that
+ * counts: from then on an exec in the process (de_thread) ends our tracee,
+ * and every later ptrace call on that tid fails. */
+static int check_identity(Injector *j, InjectStats *s) {
+        ProcessIdentity now;
+        char why[96];
+        int r = process_read_identity(j->pid_dirfd, true, &now);
+        if (r < 0)
+                return r;
+        if (j->o->expect.valid && process_identity_changed(&j->o->expect, &now, why, sizeof why))
+                return refuse(s, -ESTALE, "pid %d is not what its policy matched: %s", j->pid, why);
+        if (!j->o->allow_privileged && process_identity_privileged(&now, why, sizeof why))
+                return refuse(s, -EPERM, "pid %d is %s; InjectPrivileged=no", j->pid, why);
+        return 0;
+}
+
 static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
         ProcStatus ps;
         ProcStat st;
@@ -657,7 +677,7 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
                 return refuse(s, -ESRCH, "exiting");
         if (st.state == 'T' || st.state == 't')
                 return refuse(s, -EAGAIN, "stopped (job control or another debugger)");
-        return 0;
+        return check_identity(j, s);
 }
 
 #ifndef AUDIT_ARCH_X86_64
@@ -911,6 +931,8 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
         if (pidfd_alive(pidfd) < 0 || faccessat(j->pid_dirfd, task, F_OK, 0) < 0)
                 r = refuse(s, -ESRCH, "exited (or its pid was reused) before the stop");
         if (r >= 0)
+                r = check_identity(j, s);
+        if (r >= 0)
                 r = xptrace(PTRACE_GETREGS, j->tid, NULL, &j->saved);
         if (r >= 0 && j->saved.cs != USER_CS_64)
                 r = refuse(s, -EOPNOTSUPP, "not a 64-bit task (cs=%#llx)", (unsigned long long) j->saved.cs);
@@ -977,6 +999,8 @@ static int inject_run(Injector *j, const Root *root, int pidfd, InjectSyscall *c
         size_t n_skip = 0;
         int r;
 
+        if (j->pid == 1)
+                return refuse(s, -EPERM, "PID 1 is never touched");
         if (inject_poll_abandoned() >= ABANDONED_MAX)
                 return refuse(s, -EAGAIN, "%d threads given up on earlier have not stopped yet", ABANDONED_MAX);
         r = root_open_pid_dir(root, j->pid, &pid_dirfd);

@@ -161,8 +161,9 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
         return r;
 }
 
-static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const ProcKsmStat *f,
+static int do_inject(const MergeContext *c, int pidfd, int pid_dirfd, const ProcessAction *pa, const ProcKsmStat *f,
                      InjectStats *stats, bool *ret_call_failed) {
+        MergeAction a = pa->action;
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
@@ -209,8 +210,10 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
                 .stop_timeout_usec = c->stop_timeout_usec,
                 .allow_seccomp = c->inject_seccomp,
                 .give_up_usec = c->give_up_usec,
+                .expect = pa->identity,
+                .allow_privileged = pa->inject_privileged,
         };
-        r = inject_syscalls(c->root, pidfd, pid, calls, n, &o, stats);
+        r = inject_syscalls(c->root, pidfd, pa->pid, calls, n, &o, stats);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -255,6 +258,7 @@ static bool inject_refusal(int r) {
         case ECANCELED:
         case EPERM:
         case EINVAL:
+        case ESTALE:
                 return true;
         default:
                 return false;
@@ -276,7 +280,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_remote_madvise(pidfd, pid_dirfd, a->action);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, &stats, &call_failed);
+                r = do_inject(c, pidfd, pid_dirfd, a, f, &stats, &call_failed);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:

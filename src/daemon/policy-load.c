@@ -140,6 +140,7 @@ const ConfItem policy_table[] = {
         ITEM("Merge", "Method", conf_parse_enum, method, CONF_ENUM(merge_method_table)),
         ITEM("Merge", "MinAnonMiB", conf_parse_size_in_unit, min_anon_mib, &anon_unit),
         ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
+        ITEM("Merge", "InjectPrivileged", conf_parse_bool, inject_privileged, NULL),
 };
 
 const size_t policy_table_size = ELEMENTSOF(policy_table);

@@ -146,6 +146,7 @@ void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Pr
         v.policy_line = pol->line;
         v.method = (MergeMethod) pol->method;
         v.always = pol->mode == POLICY_MODE_ALWAYS;
+        v.inject_privileged = pol->inject_privileged;
         const char *tail = v.method == MERGE_METHOD_NONE ? " (Method=none: tuning only, never touched)" : "";
 
         if (pol->mode == POLICY_MODE_NEVER) {
