@@ -153,7 +153,7 @@ typedef struct Injector {
         uint64_t sigmask;       /* the thread's blocked set at the stop */
         unsigned suppressed;    /* synchronous signals our own calls raised */
         const InjectOptions *o;
-        int seccomp;            /* Seccomp: of status */
+        int seccomp;            /* Seccomp: of the chosen thread's status (-1: no such line, no CONFIG_SECCOMP) */
         uint64_t stop_timeout_usec, call_timeout_usec;
         bool abandoned;         /* given up on, still seized: see inject_poll_abandoned() */
         MapList maps;           /* read before the stop; the stack check uses it */
@@ -662,14 +662,7 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
                 return refuse(s, -EINVAL, "no user memory (kernel thread or exiting)");
         if (ps.tracer_pid != 0)
                 return refuse(s, -EBUSY, "already traced by pid %d", ps.tracer_pid);
-        if (ps.seccomp == 1)
-                return refuse(s, -EACCES, "seccomp strict mode (any other syscall kills it)");
-        /* A filter is read and run once the thread is stopped (check_filters). */
-        j->seccomp = ps.seccomp;
-        /* A user shadow stack would make the fallback's `ret` and
-         * rt_sigreturn fault: no crash-safe injection. */
-        if (ps.shadow_stack)
-                return refuse(s, -EOPNOTSUPP, "user shadow stack enabled");
+        /* Seccomp and the shadow stack are the thread's own: check_thread(). */
         r = procfs_read_stat(j->pid_dirfd, &st);
         if (r < 0)
                 return r;
@@ -678,6 +671,34 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
         if (st.state == 'T' || st.state == 't')
                 return refuse(s, -EAGAIN, "stopped (job control or another debugger)");
         return check_identity(j, s);
+}
+
+/* Seccomp mode, filters and the shadow stack belong to each thread: one
+ * may install a filter without SECCOMP_FILTER_FLAG_TSYNC, or enable a
+ * shadow stack, that the leader's status does not show. Read from the
+ * stopped thread's own status. */
+static int check_thread(Injector *j, InjectStats *s) {
+        _cleanup_close_ int tfd = -EBADF;
+        char task[32];
+        ProcStatus ps;
+        int r;
+
+        snprintf(task, sizeof task, "task/%d", j->tid);
+        tfd = openat(j->pid_dirfd, task, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (tfd < 0)
+                return -ESRCH;
+        r = procfs_read_status(tfd, &ps);
+        if (r < 0)
+                return r;
+        if (ps.seccomp == 1)
+                return refuse(s, -EACCES, "thread %d is in seccomp strict mode (any other syscall kills it)", j->tid);
+        /* A filter is read and run further on (check_filters). */
+        j->seccomp = ps.seccomp;
+        /* A user shadow stack would make the fallback's `ret` and
+         * rt_sigreturn fault: no crash-safe injection. */
+        if (ps.shadow_stack)
+                return refuse(s, -EOPNOTSUPP, "thread %d has a user shadow stack enabled", j->tid);
+        return 0;
 }
 
 #ifndef AUDIT_ARCH_X86_64
@@ -932,6 +953,8 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                 r = refuse(s, -ESRCH, "exited (or its pid was reused) before the stop");
         if (r >= 0)
                 r = check_identity(j, s);
+        if (r >= 0)
+                r = check_thread(j, s);
         if (r >= 0)
                 r = xptrace(PTRACE_GETREGS, j->tid, NULL, &j->saved);
         if (r >= 0 && j->saved.cs != USER_CS_64)

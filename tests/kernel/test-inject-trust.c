@@ -139,6 +139,17 @@ static bool undumpable_nobody(int pid, const void *arg) {
                identity_of(pid).uid[0] == NOBODY;
 }
 
+static bool in_syscall(int pid, const void *arg) {
+        char path[64], buf[64] = "";
+        snprintf(path, sizeof path, "/proc/%d/syscall", pid);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return false;
+        bool ok = fgets(buf, sizeof buf, f) && atol(buf) == *(const long *) arg;
+        fclose(f);
+        return ok;
+}
+
 static int inject_getppid(int pid, const InjectOptions *o, InjectStats *s) {
         int pidfd = sys_pidfd_open(pid, 0);
         assert_true(pidfd >= 0);
@@ -288,11 +299,35 @@ static void test_undumpable_refused(void **state) {
         stop_child(pid);
 }
 
+/* The main thread waits in ppoll() (temporary mask: skipped), the other
+ * thread installed its own filter without TSYNC: its filter, not the
+ * leader's status, decides. */
+static void test_thread_seccomp(void **state) {
+        const char *args[] = { "--thread-seccomp", NULL };
+        const long ppoll_nr = SYS_ppoll;
+        Workload w;
+        InjectStats s;
+
+        assert_int_equal(spawn(&w, args), 0);
+        assert_true(wait_for(in_syscall, w.pid, &ppoll_nr));
+        int pidfd = sys_pidfd_open(w.pid, 0);
+        InjectSyscall call = { .nr = SYS_prctl, .args = { PR_SET_MEMORY_MERGE, 1 } };
+        int r = inject_syscalls(root, pidfd, w.pid, &call, 1, NULL, &s);
+        close(pidfd);
+        fprintf(stderr, "pid %d: inject -> %d ret %ld (%s), tid %d\n", w.pid, r, call.ret, s.reason, s.tid);
+        assert_int_equal(r, -EACCES);
+        assert_int_not_equal(s.tid, w.pid);
+        assert_non_null(strstr(s.reason, "its seccomp filter would fail syscall 157"));
+        assert_untouched(w.pid);
+        stop(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_since_verdict),
                 cmocka_unit_test(test_setuid_refused),
                 cmocka_unit_test(test_undumpable_refused),
+                cmocka_unit_test(test_thread_seccomp),
         };
         if (geteuid() != 0) {
                 fprintf(stderr, "SKIP: needs root\n");
