@@ -45,7 +45,8 @@
  *    (PTRACE_SETSIGMASK), so signals that arrive meanwhile stay pending and
  *    are delivered in its own context once the mask is back (restart path or
  *    the fallback's rt_sigreturn); a thread stopped inside a syscall with a
- *    temporary mask (ppoll, pselect, epoll_pwait, sigsuspend) is left
+ *    temporary mask (ppoll, pselect, epoll_pwait, sigsuspend, io_pgetevents,
+ *    io_uring_enter with a sigset) is left
  *    untouched and another thread taken, since its real mask cannot be read
  *    and PTRACE_SETSIGMASK would drop the kernel's note to restore it.
  *

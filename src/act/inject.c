@@ -556,8 +556,11 @@ static bool skipped(const int *skip, size_t n_skip, int tid) {
         return false;
 }
 
+#define IORING_ENTER_GETEVENTS_FLAG 0x1U
+
 /* Syscalls that run with a temporary signal mask and put the thread's own
- * back on the way out (TIF_RESTORE_SIGMASK, saved_sigmask). That mask
+ * back on the way out (TIF_RESTORE_SIGMASK, saved_sigmask: set_user_sigmask()
+ * and its callers). That mask
  * cannot be read from outside, and PTRACE_SETSIGMASK would drop the flag,
  * so a thread stopped in one is left alone and another thread is taken. */
 static bool in_temporary_mask_syscall(const struct user_regs_struct *r) {
@@ -569,6 +572,13 @@ static bool in_temporary_mask_syscall(const struct user_regs_struct *r) {
         case 441: /* epoll_pwait2 */
         case SYS_io_pgetevents:
                 return true;
+        case SYS_io_uring_enter:
+                /* io_uring_enter(fd, to_submit, min_complete, flags, argp,
+                 * argsz) waits with argp's sigset (or, with
+                 * IORING_ENTER_EXT_ARG, the one its struct names) like
+                 * ppoll, when IORING_ENTER_GETEVENTS. What argp holds is not
+                 * read: any argument counts. */
+                return (r->r10 & IORING_ENTER_GETEVENTS_FLAG) && r->r8 != 0;
         default:
                 return false;
         }

@@ -15,10 +15,13 @@
  * another thread) and serves stdin from a thread that installed, for
  * itself only (no TSYNC), a filter failing prctl(PR_SET_MEMORY_MERGE) with
  * EPERM. --io-uring parks the main thread in io_uring_enter() with a
- * temporary mask (IORING_ENTER_EXT_ARG, 100 ms timeouts, in a loop) while
- * its own mask blocks SIGUSR2 only, and after every return compares its
- * mask with that: "report" -> "report bad=N iters=N mask=HEX" (mask: the
- * last wrong one, or the right one). */
+ * temporary mask that lets SIGUSR1 in (IORING_ENTER_EXT_ARG, 100 ms
+ * timeouts, in a loop) while its own mask blocks SIGUSR1, as pselect()
+ * users do, and after every return checks that its mask is its own again
+ * and that no SIGUSR1 that arrived during the wait is still pending (it
+ * must have been handled on the way out): "report" -> "report bad=N
+ * iters=N mask=HEX late=N handled=N" (mask: the last wrong one, or the
+ * right one). */
 
 #include <errno.h>
 #include <linux/filter.h>
@@ -50,7 +53,11 @@ struct getevents_arg {
         uint64_t ts;
 };
 
-static volatile unsigned long io_bad, io_iters, io_mask;
+static volatile unsigned long io_bad, io_iters, io_mask, io_late, io_handled;
+
+static void on_usr1(int sig) {
+        io_handled++;
+}
 
 static void serve(const char *mode, char **exec_argv) {
         char line[256];
@@ -58,7 +65,8 @@ static void serve(const char *mode, char **exec_argv) {
                 if (strncmp(line, "ping", 4) == 0)
                         printf("pong\n");
                 else if (strncmp(line, "report", 6) == 0)
-                        printf("report bad=%lu iters=%lu mask=%lx\n", io_bad, io_iters, io_mask);
+                        printf("report bad=%lu iters=%lu mask=%lx late=%lu handled=%lu\n", io_bad, io_iters, io_mask,
+                               io_late, io_handled);
                 else if (strncmp(line, "exec", 4) == 0 && exec_argv) {
                         printf("exec\n");
                         fflush(stdout);
@@ -117,8 +125,8 @@ static void io_uring_loop(const sigset_t *own) {
                 fflush(stdout);
                 exit(77);
         }
-        /* A temporary mask that differs from its own: SIGUSR1 instead of SIGUSR2. */
-        uint64_t tmp = UINT64_C(1) << (SIGUSR1 - 1);
+        /* A temporary mask that differs from its own: SIGUSR2 instead of SIGUSR1. */
+        uint64_t tmp = UINT64_C(1) << (SIGUSR2 - 1);
         struct timespec ts = { 0, 100 * 1000 * 1000 };
         for (;;) {
                 struct getevents_arg a = {
@@ -128,8 +136,10 @@ static void io_uring_loop(const sigset_t *own) {
                 };
                 (void) syscall(SYS_io_uring_enter, fd, 0, 1, IORING_ENTER_GETEVENTS_ | IORING_ENTER_EXT_ARG_, &a,
                                sizeof a);
-                sigset_t cur;
+                sigset_t cur, pending;
                 pthread_sigmask(SIG_SETMASK, NULL, &cur);
+                if (sigpending(&pending) == 0 && sigismember(&pending, SIGUSR1))
+                        io_late++;
                 bool same = true;
                 for (int s = 1; s < 64; s++)
                         same &= sigismember(&cur, s) == sigismember(own, s);
@@ -168,8 +178,10 @@ int main(int argc, char **argv) {
         }
         if (strcmp(mode, "--io-uring") == 0) {
                 sigset_t own;
+                struct sigaction sa = { .sa_handler = on_usr1 };
+                sigaction(SIGUSR1, &sa, NULL);
                 sigemptyset(&own);
-                sigaddset(&own, SIGUSR2);
+                sigaddset(&own, SIGUSR1);
                 pthread_sigmask(SIG_SETMASK, &own, NULL);
                 if (pthread_create(&t, NULL, serve_thread, (void *) mode) != 0)
                         return 1;

@@ -266,7 +266,11 @@ static void test_setuid_refused(void **state) {
         assert_int_equal(symlink(bin, link), 0);
 
         pid_t pid = spawn_as_nobody(link, "java", "1000");
-        assert_true(wait_for(comm_is, pid, "java"));
+        /* Asleep: the exec is complete (comm changes before the new mm's
+         * layout is final: an identity read then would not match later). */
+        const long nanosleep_nr = SYS_clock_nanosleep;
+        assert_true(wait_for(in_syscall, pid, &nanosleep_nr));
+        assert_true(comm_is(pid, "java"));
         ProcessIdentity id = identity_of(pid);
         assert_int_equal(id.uid[0], NOBODY);
         assert_int_equal(id.uid[1], 0);
@@ -322,12 +326,96 @@ static void test_thread_seccomp(void **state) {
         stop(&w);
 }
 
+static bool io_uring_usable(void) {
+        char buf[16] = "";
+        FILE *f = fopen("/proc/sys/kernel/io_uring_disabled", "re");
+        if (f) {
+                if (fgets(buf, sizeof buf, f) && atoi(buf) != 0) {
+                        fclose(f);
+                        return false;
+                }
+                fclose(f);
+        }
+        uint8_t params[120] = {};
+        int fd = (int) syscall(SYS_io_uring_setup, 1, params);
+        if (fd < 0)
+                return false;
+        close(fd);
+        return true;
+}
+
+static void io_report(Workload *w, unsigned long *bad, unsigned long *iters, unsigned long *mask,
+                      unsigned long *late, unsigned long *handled) {
+        char line[128];
+        assert_int_equal(workload_command(w, "report", line, sizeof line, 5000), 0);
+        assert_int_equal(sscanf(line, "report bad=%lu iters=%lu mask=%lx late=%lu handled=%lu", bad, iters, mask, late,
+                                handled), 5);
+}
+
+static unsigned n_stopped;
+
+/* A SIGUSR1 for the waiting thread while it is held stopped: the signal
+ * its temporary mask was there to let in. */
+static void signal_the_waiter(InjectPhase p, void *userdata) {
+        int pid = *(const int *) userdata;
+        if (p == INJECT_PHASE_STOPPED && n_stopped++ == 0)
+                (void) syscall(SYS_tgkill, pid, pid, SIGUSR1);
+}
+
+/* io_uring_enter(..., IORING_ENTER_EXT_ARG, {sigmask}) waits with a
+ * temporary mask like pselect and puts the thread's own back on the way
+ * out, after the signal that ended the wait was handled. PTRACE_GETSIGMASK
+ * shows the thread's own mask there (the kernel's saved_sigmask), but
+ * PTRACE_SETSIGMASK drops the note to restore it: a signal that came
+ * during the wait then stays pending under the thread's own mask instead
+ * of being handled. After the injections the thread must have handled
+ * it and have exactly its own mask. */
+static void test_io_uring_mask(void **state) {
+        const char *args[] = { "--io-uring", NULL };
+        const long nr = SYS_io_uring_enter;
+        unsigned long bad, iters, iters0, mask, late, handled;
+        Workload w;
+        InjectStats s;
+
+        if (!io_uring_usable()) {
+                fprintf(stderr, "SKIP: io_uring disabled or unavailable\n");
+                skip();
+        }
+        assert_int_equal(spawn(&w, args), 0);
+        assert_true(wait_for(in_syscall, w.pid, &nr));
+        io_report(&w, &bad, &iters0, &mask, &late, &handled);
+        assert_int_equal(handled, 0);
+        n_stopped = 0;
+        InjectOptions o = { .phase_hook = signal_the_waiter, .userdata = &w.pid };
+        assert_int_equal(inject_getppid(w.pid, &o, &s), 0);
+        assert_int_not_equal(s.tid, w.pid);
+        for (int k = 0; k < 5; k++) {
+                assert_int_equal(inject_getppid(w.pid, NULL, &s), 0);
+                assert_int_not_equal(s.tid, w.pid);
+        }
+        /* Three more returns from io_uring_enter (100 ms timeouts) after the
+         * injections: each checks the mask and what is pending. */
+        do {
+                usleep(50000);
+                io_report(&w, &bad, &iters, &mask, &late, &handled);
+        } while (iters < iters0 + 3);
+        fprintf(stderr, "io_uring thread: %lu returns, %lu with a wrong mask (%lx), %lu with SIGUSR1 still pending, "
+                        "%lu handled\n", iters, bad, mask, late, handled);
+        assert_int_equal(bad, 0);
+        assert_int_equal(late, 0);
+        assert_int_equal(handled, 1);
+        assert_int_equal(mask, 1UL << (SIGUSR1 - 1));
+        assert_untouched(w.pid);
+        stop(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_since_verdict),
                 cmocka_unit_test(test_setuid_refused),
                 cmocka_unit_test(test_undumpable_refused),
                 cmocka_unit_test(test_thread_seccomp),
+                cmocka_unit_test(test_io_uring_mask),
         };
         if (geteuid() != 0) {
                 fprintf(stderr, "SKIP: needs root\n");
