@@ -57,9 +57,10 @@
  *                MADV_MERGEABLE remotely widen process_madvise_remote_valid()
  *                and keep those checks.
  *   inject       CAP_SYS_PTRACE (PTRACE_MODE_ATTACH_REALCREDS for
- *                PTRACE_SEIZE, process_vm_writev and /proc/<pid>/mem, read
- *                only: CAP_DAC_READ_SEARCH for other users' 0600 mem files;
- *                writing would need CAP_DAC_OVERRIDE, hence process_vm_writev;
+ *                PTRACE_SEIZE and /proc/<pid>/mem, read only:
+ *                CAP_DAC_READ_SEARCH for other users' 0600 mem files;
+ *                writing it would need CAP_DAC_OVERRIDE, hence
+ *                PTRACE_POKEDATA, which is also bound to the tracee;
  *                Yama ptrace_scope 1 and 2 also need CAP_SYS_PTRACE, 3 forbids
  *                attaching at all). No CAP_SYS_NICE.
  *                For targets with a seccomp filter also CAP_SYS_ADMIN, and
@@ -69,7 +70,7 @@
  *   System calls the actuator makes (seccomp allow-list): prctl (ksmctl
  *                exec only), pidfd_open, poll (pidfd liveness),
  *                process_madvise, the process_ksm numbers, ptrace, wait4/waitid,
- *                pread64 (mem), process_vm_writev, openat/read/close,
+ *                pread64 (mem), openat/read/close, dup3 (mem reopened),
  *                sched_yield, nanosleep/clock_nanosleep.
  *
  * Stopping the daemon unmerges nothing unless UnmergeOnExit=yes; then

@@ -312,16 +312,49 @@ static int detach(Injector *j) {
         return xptrace(PTRACE_DETACH, j->tid, NULL, NULL);
 }
 
-/* Writes into the target with process_vm_writev(): it needs only the
- * ptrace attach right (CAP_SYS_PTRACE), where opening /proc/PID/mem for
- * writing would also need CAP_DAC_OVERRIDE for another user's process
- * (the file is 0600, owned by it); and it honours page protections, so it
- * can only ever touch writable memory. Reads go through mem opened
- * read-only (CAP_DAC_READ_SEARCH), which also reads execute-only text. */
+/* Writes into the stopped tracee with PTRACE_POKEDATA, a word at a time.
+ * It is bound to the task we seized: should the process exec meanwhile (a
+ * sibling thread's execve() kills every other thread and takes over the
+ * leader's tid), the task under that tid is no tracee of ours and the
+ * write fails (ESRCH) instead of landing in the new image, as
+ * process_vm_writev() by tid number would. It needs only the ptrace attach
+ * right (CAP_SYS_PTRACE); opening /proc/PID/mem for writing would also
+ * need CAP_DAC_OVERRIDE for another user's process. Like mem, it writes
+ * with FOLL_FORCE, through page protections: scratch_fits() is what keeps
+ * it on the thread's writable stack. A last partial word keeps the bytes
+ * that follow (PEEKDATA). Reads go through mem opened read-only
+ * (CAP_DAC_READ_SEARCH), which also reads execute-only text. */
 static bool write_target(const Injector *j, uint64_t addr, const void *buf, size_t len) {
-        struct iovec local = { .iov_base = (void *) buf, .iov_len = len };
-        struct iovec remote = { .iov_base = (void *) (uintptr_t) addr, .iov_len = len };
-        return process_vm_writev(j->tid, &local, 1, &remote, 1, 0) == (ssize_t) len;
+        const uint8_t *p = buf;
+        for (size_t off = 0; off < len; off += sizeof(long)) {
+                size_t k = MIN(sizeof(long), len - off);
+                long word = 0;
+                if (k < sizeof word) {
+                        errno = 0;
+                        word = ptrace(PTRACE_PEEKDATA, j->tid, (void *) (uintptr_t) (addr + off), NULL);
+                        if (word == -1 && errno != 0)
+                                return false;
+                }
+                memcpy(&word, p + off, k);
+                if (ptrace(PTRACE_POKEDATA, j->tid, (void *) (uintptr_t) (addr + off), (void *) word) < 0)
+                        return false;
+        }
+        return true;
+}
+
+/* Opens mem again once the thread is stopped and its identity checked:
+ * a mem file reads the mm it was opened on, and the one opened before the
+ * seize (for the gadget scan) could still name an mm from before an exec
+ * that another process shares. What decides what is written -- the
+ * gadgets checked again, the bytes saved under the frame -- is read from
+ * the mm current at the stop; dup3() keeps the descriptor number. */
+static int reopen_mem(Injector *j) {
+        _cleanup_close_ int fd = openat(j->pid_dirfd, "mem", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        if (dup3(fd, j->mem_fd, O_CLOEXEC) < 0)
+                return negative_errno();
+        return 0;
 }
 
 static void restore_scratch(Injector *j) {
@@ -543,8 +576,11 @@ static int write_frame(Injector *j) {
         }
         j->scratch_written = true;
         if (!write_target(j, frame_addr, blob, len)) {
+                /* ESRCH: no tracee of ours under that tid any more (an exec
+                 * killed it): nothing was written into whatever is there now. */
+                int e = errno;
                 restore_scratch(j);
-                return -EFAULT;
+                return e == ESRCH ? -ESRCH : -EFAULT;
         }
         return 0;
 }
@@ -965,6 +1001,8 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                 r = check_identity(j, s);
         if (r >= 0)
                 r = check_thread(j, s);
+        if (r >= 0)
+                r = reopen_mem(j);
         if (r >= 0)
                 r = xptrace(PTRACE_GETREGS, j->tid, NULL, &j->saved);
         if (r >= 0 && j->saved.cs != USER_CS_64)
