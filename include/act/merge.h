@@ -106,6 +106,7 @@ typedef struct MergeOutcome {
          * 77)", "method madvise unsupported: EINVAL (...)". */
         char text[192];
         char reason[192];               /* the action's reason (which policy wanted it) */
+        bool inject_privileged;         /* the action's: the ledger disables with the same right */
 } MergeOutcome;
 
 static inline bool merge_outcome_ok(const MergeOutcome *o) {
@@ -143,6 +144,7 @@ typedef struct MergeLedgerEntry {
         int pid;
         uint64_t start_time_ticks;
         MergeMethod method;
+        bool inject_privileged;         /* enabled under InjectPrivileged=yes: disabled likewise */
 } MergeLedgerEntry;
 
 typedef struct MergeLedger {

@@ -459,6 +459,7 @@ int merge_apply_one(const MergeContext *c, const ProcessAction *a, MergeOutcome 
         int r = 0;
 
         strscpy(o.reason, sizeof o.reason, a->reason);
+        o.inject_privileged = a->inject_privileged;
         if (a->method == MERGE_METHOD_NONE) {
                 o.kind = MERGE_OUTCOME_SKIPPED;
                 set_text(&o, "Method=none: not touched");
@@ -529,7 +530,7 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
                         continue;
                 if (greedy_realloc((void **) &l->entries, &l->alloc, l->n + 1, sizeof *l->entries, 16) < 0)
                         return -ENOMEM;
-                l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used };
+                l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used, o->inject_privileged };
         }
         return 0;
 }
@@ -541,6 +542,7 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
                         .start_time_ticks = l->entries[i].start_time_ticks,
                         .action = MERGE_ACTION_DISABLE,
                         .method = l->entries[i].method,
+                        .inject_privileged = l->entries[i].inject_privileged,
                 };
                 strscpy(a.reason, sizeof a.reason, "UnmergeOnExit=yes");
                 int r = merge_apply(c, &a, 1, ret);

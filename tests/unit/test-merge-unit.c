@@ -101,7 +101,8 @@ static void test_pid1_refused(void **state) {
 
 static void test_ledger(void **state) {
         MergeOutcome out[] = {
-                { .pid = 10, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 10, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT,
+                  .inject_privileged = true },
                 { .pid = 11, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_ALREADY },
                 { .pid = 12, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
                 { .pid = 12, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_DONE },
@@ -111,6 +112,7 @@ static void test_ledger(void **state) {
         assert_int_equal(merge_ledger_update(&l, &r), 0);
         assert_int_equal(l.n, 1);
         assert_int_equal(l.entries[0].pid, 10);
+        assert_true(l.entries[0].inject_privileged); /* UnmergeOnExit= disables it with the same right */
         assert_ptr_equal(merge_report_find(&r, 12), &out[3]);
         assert_null(merge_report_find(&r, 99));
         MergeOutcome gone = { .pid = 10, .kind = MERGE_OUTCOME_GONE };
