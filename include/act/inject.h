@@ -46,9 +46,9 @@
  *    are delivered in its own context once the mask is back (restart path or
  *    the fallback's rt_sigreturn); a thread stopped inside a syscall with a
  *    temporary mask (ppoll, pselect, epoll_pwait, sigsuspend, io_pgetevents,
- *    io_uring_enter with a sigset) is left
- *    untouched and another thread taken, since its real mask cannot be read
- *    and PTRACE_SETSIGMASK would drop the kernel's note to restore it.
+ *    io_uring_enter with a sigset) is left untouched and another thread
+ *    taken, since PTRACE_SETSIGMASK would drop the kernel's note to restore
+ *    its own mask after delivering the signal that ended the wait.
  *
  * What the target can notice (kernel behaviour, not ours to change):
  *  - Syscalls the kernel never restarts return EINTR when any ptrace stop

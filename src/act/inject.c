@@ -596,9 +596,11 @@ static bool skipped(const int *skip, size_t n_skip, int tid) {
 
 /* Syscalls that run with a temporary signal mask and put the thread's own
  * back on the way out (TIF_RESTORE_SIGMASK, saved_sigmask: set_user_sigmask()
- * and its callers). That mask
- * cannot be read from outside, and PTRACE_SETSIGMASK would drop the flag,
- * so a thread stopped in one is left alone and another thread is taken. */
+ * and its callers). PTRACE_GETSIGMASK does show the saved mask there, but
+ * PTRACE_SETSIGMASK clears the flag: the signal that ended the wait would
+ * then no longer be delivered under the temporary mask and stay pending
+ * under the thread's own (tests/kernel/test-inject-trust, io_uring_enter
+ * on 6.18). So a thread stopped in one is left alone and another taken. */
 static bool in_temporary_mask_syscall(const struct user_regs_struct *r) {
         switch ((int64_t) r->orig_rax) {
         case SYS_rt_sigsuspend:
