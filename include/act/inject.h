@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "process.h"
 #include "root.h"
 
 /* Runs a few system calls inside another, live process with ptrace
@@ -44,9 +45,10 @@
  *    (PTRACE_SETSIGMASK), so signals that arrive meanwhile stay pending and
  *    are delivered in its own context once the mask is back (restart path or
  *    the fallback's rt_sigreturn); a thread stopped inside a syscall with a
- *    temporary mask (ppoll, pselect, epoll_pwait, sigsuspend) is left
- *    untouched and another thread taken, since its real mask cannot be read
- *    and PTRACE_SETSIGMASK would drop the kernel's note to restore it.
+ *    temporary mask (ppoll, pselect, epoll_pwait, sigsuspend, io_pgetevents,
+ *    io_uring_enter with a sigset) is left untouched and another thread
+ *    taken, since PTRACE_SETSIGMASK would drop the kernel's note to restore
+ *    its own mask after delivering the signal that ended the wait.
  *
  * What the target can notice (kernel behaviour, not ours to change):
  *  - Syscalls the kernel never restarts return EINTR when any ptrace stop
@@ -58,7 +60,12 @@
  *    restart_syscall (its sleep restarted by an earlier stop) gets EINTR,
  *    since rt_sigreturn resets restart_block.
  *
- * Refused, without touching the target: a thread already traced (-EBUSY),
+ * Refused, without touching the target: PID 1 (-EPERM); a process that
+ * is no longer what its policy matched, checked once the thread is stopped
+ * (-ESTALE: another executable, credentials or memory layout than
+ * InjectOptions.expect, i.e. an exec since the verdict); one not dumpable or
+ * running with more than its owner's credentials (setuid, setgid, file
+ * capabilities: -EPERM) unless allow_privileged; a thread already traced (-EBUSY),
  * a process stopped by job control, or whose threads all wait with a
  * temporary signal mask (-EAGAIN), a zombie or exiting process
  * (-ESRCH), a seccomp filter that would not let every injected call (and
@@ -105,6 +112,11 @@ typedef struct InjectOptions {
                                          * (0: none yet): a stopping daemon's deadline; -ECANCELED
                                          * then, given up on as for -ETIMEDOUT */
         bool allow_seccomp;             /* inject into Seccomp: 2 processes without running their filters */
+        ProcessIdentity expect;         /* what the policy matched (process.h), .valid false: nothing; once
+                                         * the thread is stopped and before anything is written, the process
+                                         * must still be it (-ESTALE) */
+        bool allow_privileged;          /* InjectPrivileged=yes: also a process that is not dumpable or runs
+                                         * with more than its owner's credentials (else -EPERM) */
         void (*phase_hook)(InjectPhase phase, void *userdata);
         void *userdata;
 } InjectOptions;

@@ -40,6 +40,11 @@
  * already merging (ksm_merge_any: yes, or ranges it marked itself) is
  * recognised and not touched; one not merging is not "disabled" again.
  * After acting, ksm_stat is read again to check that the kernel did it.
+ * For inject, the action carries what its policy matched
+ * (ProcessAction.identity); inject.c checks it again with the thread
+ * stopped, and refuses a privileged process unless the policy says
+ * InjectPrivileged=yes.
+ *
  *
  * Capabilities (for the sandbox, sandbox.c):
  *   all          none for pidfd_open(2); CAP_DAC_OVERRIDE (or same uid) and
@@ -53,9 +58,10 @@
  *                MADV_MERGEABLE remotely widen process_madvise_remote_valid()
  *                and keep those checks.
  *   inject       CAP_SYS_PTRACE (PTRACE_MODE_ATTACH_REALCREDS for
- *                PTRACE_SEIZE, process_vm_writev and /proc/<pid>/mem, read
- *                only: CAP_DAC_READ_SEARCH for other users' 0600 mem files;
- *                writing would need CAP_DAC_OVERRIDE, hence process_vm_writev;
+ *                PTRACE_SEIZE and /proc/<pid>/mem, read only:
+ *                CAP_DAC_READ_SEARCH for other users' 0600 mem files;
+ *                writing it would need CAP_DAC_OVERRIDE, hence
+ *                PTRACE_POKEDATA, which is also bound to the tracee;
  *                Yama ptrace_scope 1 and 2 also need CAP_SYS_PTRACE, 3 forbids
  *                attaching at all). No CAP_SYS_NICE.
  *                For targets with a seccomp filter also CAP_SYS_ADMIN, and
@@ -65,7 +71,7 @@
  *   System calls the actuator makes (seccomp allow-list): prctl (ksmctl
  *                exec only), pidfd_open, poll (pidfd liveness),
  *                process_madvise, the process_ksm numbers, ptrace, wait4/waitid,
- *                pread64 (mem), process_vm_writev, openat/read/close,
+ *                pread64 (mem), openat/read/close, dup3 (mem reopened),
  *                sched_yield, nanosleep/clock_nanosleep.
  *
  * Stopping the daemon unmerges nothing unless UnmergeOnExit=yes; then
@@ -103,6 +109,7 @@ typedef struct MergeOutcome {
         char reason[192];               /* the action's reason (which policy wanted it) */
         bool restored_own;              /* ENABLE gave back merging the process had of its own (not the
                                          * daemon's doing): UnmergeOnExit= leaves it (merge_ledger_update) */
+        bool inject_privileged;         /* the action's: the ledger disables with the same right */
 } MergeOutcome;
 
 static inline bool merge_outcome_ok(const MergeOutcome *o) {
@@ -166,6 +173,7 @@ typedef struct MergeLedgerEntry {
         int pid;
         uint64_t start_time_ticks;
         MergeMethod method;
+        bool inject_privileged;         /* enabled under InjectPrivileged=yes: disabled likewise */
 } MergeLedgerEntry;
 
 typedef struct MergeLedger {

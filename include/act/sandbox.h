@@ -22,7 +22,7 @@ typedef struct SandboxNeeds {
 
 /* From what the kernel offers: remote MADV_MERGEABLE only where the probe
  * found it works, the process_ksm numbers the kernel publishes. Injection
- * needs nothing beyond CAP_SYS_PTRACE (it writes with process_vm_writev). */
+ * needs nothing beyond CAP_SYS_PTRACE (it writes with PTRACE_POKEDATA). */
 void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret);
 
 /* Capability mask (bit n = capability n) that needs keeps. */

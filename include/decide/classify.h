@@ -19,8 +19,8 @@ typedef struct ClassifyContext {
 int policy_matches(const Policy *pol, const Process *p);
 
 /* The first matching policy decides; none matching leaves it alone. Kernel
- * threads, zombies without an mm and the daemon itself are left alone
- * before any policy is consulted. */
+ * threads, zombies without an mm, PID 1 and the daemon itself are left
+ * alone before any policy is consulted. */
 void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Process *p, Verdict *ret);
 
 /* The policy that decided a verdict, or NULL. */

@@ -7,6 +7,7 @@
 
 #include "ksm-state.h"
 #include "merge-method.h"
+#include "process.h"
 
 /* What the pure stages decided for this tick; the actuators carry it out. */
 typedef struct KnobPlan {
@@ -41,6 +42,8 @@ typedef struct ProcessAction {
         MergeAction action;
         MergeMethod method;
         char reason[192];
+        ProcessIdentity identity;       /* what its policy matched (process.h); .valid false: not known */
+        bool inject_privileged;         /* its policy's InjectPrivileged=yes */
 } ProcessAction;
 
 typedef struct Plan {

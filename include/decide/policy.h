@@ -48,7 +48,8 @@ typedef struct Policy {
         PolicyGlobs cgroup;     /* Cgroup=: glob on the cgroup path or any of its ancestors */
         PolicyGlobs comm;       /* Comm= */
         PolicyGlobs exe;        /* Exe=: glob on the executable's full path */
-        PolicyGlobs unit;       /* Unit=: glob on any unit (component) of the cgroup path */
+        PolicyGlobs unit;       /* Unit=: glob on a unit of the system manager's slices
+                                 * (cgroup_path_system_depth); one with a '/' on the path, as Cgroup= */
         PolicyGlobs vm;         /* VM=: glob on the VM/machine name */
         PolicyUsers users;      /* User=: names or numeric uids, of the effective uid */
         PolicyGlobs cmdline;    /* Cmdline=: one glob per line (it holds spaces) on the command line; read
@@ -63,6 +64,8 @@ typedef struct Policy {
         bool override_opt_out;  /* OverrideOptOut=: switch merging on even for a process that opted out
                                  * itself (QEMU -machine mem-merge=off); only an administrator's explicit
                                  * choice, never in a shipped policy */
+        bool inject_privileged; /* InjectPrivileged=: Method=inject may also write into a process that
+                                 * is not dumpable or runs with more than its owner's credentials */
 } Policy;
 
 typedef struct PolicySet {
@@ -82,3 +85,12 @@ void policy_set_done(PolicySet *s);
  * matches ".../machine-qemu\x2d1\x2dvm.scope/libvirt/emulator"); '*' does not
  * cross '/'. A leading '/' in the glob is ignored. */
 bool policy_cgroup_glob_match(const char *glob, const char *path);
+
+/* How many leading components of a cgroup path carry names that the system
+ * manager chose: the slices from the root, the first of them system.slice or
+ * machine.slice, and the first unit below them ("system.slice/nginx.service/x"
+ * -> 2). Below that unit (a service's Delegate=yes subtree) and anywhere under
+ * user.slice (a user's own service manager below user@UID.service), names are
+ * chosen by whoever owns the cgroup, so Unit= and VM= do not believe them
+ * unless a pattern names that place itself. 0 when the path starts elsewhere. */
+size_t cgroup_path_system_depth(const char *path);

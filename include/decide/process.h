@@ -33,6 +33,7 @@ typedef struct Verdict {
         VerdictAction action;
         MergeMethod method;             /* from the policy's Method= */
         bool always;                    /* Mode=always: the controller must not exclude it */
+        bool inject_privileged;         /* InjectPrivileged=yes */
         char policy_file[VERDICT_POLICY_MAX]; /* "" when no policy matched */
         unsigned policy_line;           /* line of the [Match] section that matched */
         char reason[VERDICT_REASON_MAX]; /* "anon RSS 12 MiB < MinAnonMiB=64" */
@@ -51,6 +52,45 @@ const char *verdict_refuses_change(const Verdict *v);
  * reason when allowed. */
 const char *verdict_refuses_controller(const Verdict *v, bool enable);
 
+/* What a policy matched a process as, kept so that the actuator can tell,
+ * once it holds the process stopped and before it writes anything, whether
+ * it is still that program with those credentials: an exec changes neither
+ * pid nor start time, and facts may be an Interval= old.
+ *  - exe_dev/exe_ino: the executable itself (stat of /proc/PID/exe), not its
+ *    path, which a rename or a new file under the same name keeps;
+ *  - the uid and gid sets and CapPrm of status: a setuid exec or a change of
+ *    credentials moves them;
+ *  - mm_layout (stat): where the mm put its code, stack, arguments and
+ *    environment. Every exec builds a new mm, and with ASLR (the default) its
+ *    stack and a PIE's code land elsewhere each time, so an exec of the same
+ *    binary with the same credentials shows here too; with ASLR off for the
+ *    process (setarch -R) such an exec can look the same, and then it is the
+ *    same program with the same credentials the policy matched.
+ * The privilege facts (dumpable, AT_SECURE) are read only at action time. */
+typedef struct ProcessIdentity {
+        bool valid;                     /* false: nothing known, nothing to compare */
+        uint64_t exe_dev, exe_ino;
+        uid_t uid[4];                   /* real, effective, saved, filesystem */
+        gid_t gid[4];
+        uint64_t cap_permitted;
+        uint64_t mm_layout[10];
+        /* At action time only (process_read_identity with privilege): */
+        int dumpable;                   /* 1, 0, -1 unknown: its status file is owned by its euid/egid (1)
+                                         * or by root (0), as task_dump_owner() decides; for a process whose
+                                         * euid and egid are root's the owner tells nothing (-1) */
+        int secure_exec;                /* AT_SECURE of auxv: its exec gained privileges (setuid, setgid,
+                                         * file capabilities); -1 unknown */
+} ProcessIdentity;
+
+/* Whether now is still the process then was (both valid): NULL if so, else
+ * what changed, written into buf ("executable changed (8:1 ino 1234 ->
+ * 8:1 ino 99)"). */
+const char *process_identity_changed(const ProcessIdentity *then, const ProcessIdentity *now, char *buf, size_t n);
+/* Whether it runs with more than its owner's privileges: not dumpable, a
+ * privileged exec, uids or gids that differ, or capabilities its non-root
+ * owner does not have. NULL if not, else why, in buf. */
+const char *process_identity_privileged(const ProcessIdentity *id, char *buf, size_t n);
+
 /* What is known about one process (a thread group), by its pid. */
 typedef struct Process {
         int pid;
@@ -59,6 +99,7 @@ typedef struct Process {
         int ppid;
         uid_t uid;                      /* real uid */
         uid_t euid;                     /* effective uid */
+        ProcessIdentity identity;       /* read with the facts the verdict is made of */
         char comm[64];                  /* from stat: may hold spaces and ')' */
         char *exe;                      /* readlink of exe without " (deleted)"; NULL when unreadable
                                          * (kernel thread, gone, no permission) */

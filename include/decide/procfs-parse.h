@@ -25,6 +25,10 @@ typedef struct ProcStat {
         uint64_t start_time_ticks;
         uint64_t vsize_bytes;
         uint64_t rss_pages;
+        /* Where its mm put code, stack, arguments and environment (fields
+         * 26-28 and 45-51; 0 when absent, 1 when not permitted): new at every
+         * exec, and randomized by ASLR, so evidence of one (process.h). */
+        uint64_t mm_layout[10];
 } ProcStat;
 
 int procfs_parse_stat(const char *text, ProcStat *ret);
@@ -37,8 +41,9 @@ typedef struct ProcStatus {
         int tgid;
         int ppid;
         int tracer_pid;
-        uid_t uid_real, uid_effective;
-        gid_t gid_real, gid_effective;
+        uid_t uid_real, uid_effective, uid_saved, uid_fs;
+        gid_t gid_real, gid_effective, gid_saved, gid_fs;
+        uint64_t cap_permitted; /* CapPrm */
         unsigned threads;
         int seccomp;            /* 0 none, 1 strict, 2 filter, -1 unknown */
         uint64_t vm_rss_kib;

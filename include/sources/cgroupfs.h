@@ -31,5 +31,8 @@ int cgroup_path_get_unit(const char *path, char **ret);
  * without the id -> "web01"; "machine-foo.scope" from systemd-nspawn ->
  * "foo") or from libvirt's cgroup layout without systemd
  * ("machine/qemu-3-web01.libvirt-qemu/emulator" -> "web01").
+ * Only the scope that ends the system manager's part of the path
+ * (cgroup_path_system_depth) below machine.slice counts: a user's own
+ * "user.slice/.../machine-qemu\x2d1\x2dweb.scope" is no VM.
  * 0 and NULL when the path is in no machine. */
 int cgroup_path_get_machine(const char *path, char **ret);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
+#include <stdbool.h>
+
 #include "process.h"
 #include "root.h"
 
@@ -19,6 +21,11 @@ int process_read_facts(const Root *root, int pid, Process *p);
  * in both) and the command line from the parent. An exec event reads it all
  * again. -ESRCH when gone, -ENOMEM. */
 int process_read_forked(const Root *root, int pid, const Process *parent, Process *p);
+
+/* The identity of the process behind pid_dirfd as it is now (process.h),
+ * with its privilege facts (dumpable, AT_SECURE) when privilege is set, for
+ * the check at action time. -ESRCH when gone, -ENOMEM. */
+int process_read_identity(int pid_dirfd, bool privilege, ProcessIdentity *ret);
 
 /* The little a contention window cannot tell about the process behind an
  * mm: its stat (start time against pid reuse, comm) and ksm_merging_pages

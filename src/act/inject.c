@@ -25,6 +25,7 @@
 
 #include "inject.h"
 #include "proc-maps.h"
+#include "process-read.h"
 #include "procfs.h"
 #include "seccomp-eval.h"
 #include "string-table.h"
@@ -152,7 +153,7 @@ typedef struct Injector {
         uint64_t sigmask;       /* the thread's blocked set at the stop */
         unsigned suppressed;    /* synchronous signals our own calls raised */
         const InjectOptions *o;
-        int seccomp;            /* Seccomp: of status */
+        int seccomp;            /* Seccomp: of the chosen thread's status (-1: no such line, no CONFIG_SECCOMP) */
         uint64_t stop_timeout_usec, call_timeout_usec;
         bool abandoned;         /* given up on, still seized: see inject_poll_abandoned() */
         MapList maps;           /* read before the stop; the stack check uses it */
@@ -311,16 +312,49 @@ static int detach(Injector *j) {
         return xptrace(PTRACE_DETACH, j->tid, NULL, NULL);
 }
 
-/* Writes into the target with process_vm_writev(): it needs only the
- * ptrace attach right (CAP_SYS_PTRACE), where opening /proc/PID/mem for
- * writing would also need CAP_DAC_OVERRIDE for another user's process
- * (the file is 0600, owned by it); and it honours page protections, so it
- * can only ever touch writable memory. Reads go through mem opened
- * read-only (CAP_DAC_READ_SEARCH), which also reads execute-only text. */
+/* Writes into the stopped tracee with PTRACE_POKEDATA, a word at a time.
+ * It is bound to the task we seized: should the process exec meanwhile (a
+ * sibling thread's execve() kills every other thread and takes over the
+ * leader's tid), the task under that tid is no tracee of ours and the
+ * write fails (ESRCH) instead of landing in the new image, as
+ * process_vm_writev() by tid number would. It needs only the ptrace attach
+ * right (CAP_SYS_PTRACE); opening /proc/PID/mem for writing would also
+ * need CAP_DAC_OVERRIDE for another user's process. Like mem, it writes
+ * with FOLL_FORCE, through page protections: scratch_fits() is what keeps
+ * it on the thread's writable stack. A last partial word keeps the bytes
+ * that follow (PEEKDATA). Reads go through mem opened read-only
+ * (CAP_DAC_READ_SEARCH), which also reads execute-only text. */
 static bool write_target(const Injector *j, uint64_t addr, const void *buf, size_t len) {
-        struct iovec local = { .iov_base = (void *) buf, .iov_len = len };
-        struct iovec remote = { .iov_base = (void *) (uintptr_t) addr, .iov_len = len };
-        return process_vm_writev(j->tid, &local, 1, &remote, 1, 0) == (ssize_t) len;
+        const uint8_t *p = buf;
+        for (size_t off = 0; off < len; off += sizeof(long)) {
+                size_t k = MIN(sizeof(long), len - off);
+                long word = 0;
+                if (k < sizeof word) {
+                        errno = 0;
+                        word = ptrace(PTRACE_PEEKDATA, j->tid, (void *) (uintptr_t) (addr + off), NULL);
+                        if (word == -1 && errno != 0)
+                                return false;
+                }
+                memcpy(&word, p + off, k);
+                if (ptrace(PTRACE_POKEDATA, j->tid, (void *) (uintptr_t) (addr + off), (void *) word) < 0)
+                        return false;
+        }
+        return true;
+}
+
+/* Opens mem again once the thread is stopped and its identity checked:
+ * a mem file reads the mm it was opened on, and the one opened before the
+ * seize (for the gadget scan) could still name an mm from before an exec
+ * that another process shares. What decides what is written -- the
+ * gadgets checked again, the bytes saved under the frame -- is read from
+ * the mm current at the stop; dup3() keeps the descriptor number. */
+static int reopen_mem(Injector *j) {
+        _cleanup_close_ int fd = openat(j->pid_dirfd, "mem", O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? -ESRCH : negative_errno();
+        if (dup3(fd, j->mem_fd, O_CLOEXEC) < 0)
+                return negative_errno();
+        return 0;
 }
 
 static void restore_scratch(Injector *j) {
@@ -542,8 +576,11 @@ static int write_frame(Injector *j) {
         }
         j->scratch_written = true;
         if (!write_target(j, frame_addr, blob, len)) {
+                /* ESRCH: no tracee of ours under that tid any more (an exec
+                 * killed it): nothing was written into whatever is there now. */
+                int e = errno;
                 restore_scratch(j);
-                return -EFAULT;
+                return e == ESRCH ? -ESRCH : -EFAULT;
         }
         return 0;
 }
@@ -555,10 +592,15 @@ static bool skipped(const int *skip, size_t n_skip, int tid) {
         return false;
 }
 
+#define IORING_ENTER_GETEVENTS_FLAG 0x1U
+
 /* Syscalls that run with a temporary signal mask and put the thread's own
- * back on the way out (TIF_RESTORE_SIGMASK, saved_sigmask). That mask
- * cannot be read from outside, and PTRACE_SETSIGMASK would drop the flag,
- * so a thread stopped in one is left alone and another thread is taken. */
+ * back on the way out (TIF_RESTORE_SIGMASK, saved_sigmask: set_user_sigmask()
+ * and its callers). PTRACE_GETSIGMASK does show the saved mask there, but
+ * PTRACE_SETSIGMASK clears the flag: the signal that ended the wait would
+ * then no longer be delivered under the temporary mask and stay pending
+ * under the thread's own (tests/kernel/test-inject-trust, io_uring_enter
+ * on 6.18). So a thread stopped in one is left alone and another taken. */
 static bool in_temporary_mask_syscall(const struct user_regs_struct *r) {
         switch ((int64_t) r->orig_rax) {
         case SYS_rt_sigsuspend:
@@ -568,6 +610,13 @@ static bool in_temporary_mask_syscall(const struct user_regs_struct *r) {
         case 441: /* epoll_pwait2 */
         case SYS_io_pgetevents:
                 return true;
+        case SYS_io_uring_enter:
+                /* io_uring_enter(fd, to_submit, min_complete, flags, argp,
+                 * argsz) waits with argp's sigset (or, with
+                 * IORING_ENTER_EXT_ARG, the one its struct names) like
+                 * ppoll, when IORING_ENTER_GETEVENTS. What argp holds is not
+                 * read: any argument counts. */
+                return (r->r10 & IORING_ENTER_GETEVENTS_FLAG) && r->r8 != 0;
         default:
                 return false;
         }
@@ -630,6 +679,25 @@ static int refuse(InjectStats *s, int r, const char *fmt, ...) {
         return r;
 }
 
+/* The process behind pid now: still what its policy matched (expect),
+ * and not running with more than its owner's credentials unless its policy
+ * allows it. Checked before seizing, so that such a process is not even
+ * stopped, and again with the thread stopped, which is the check that
+ * counts: from then on an exec in the process (de_thread) ends our tracee,
+ * and every later ptrace call on that tid fails. */
+static int check_identity(Injector *j, InjectStats *s) {
+        ProcessIdentity now;
+        char why[96];
+        int r = process_read_identity(j->pid_dirfd, true, &now);
+        if (r < 0)
+                return r;
+        if (j->o->expect.valid && process_identity_changed(&j->o->expect, &now, why, sizeof why))
+                return refuse(s, -ESTALE, "pid %d is not what its policy matched: %s", j->pid, why);
+        if (!j->o->allow_privileged && process_identity_privileged(&now, why, sizeof why))
+                return refuse(s, -EPERM, "pid %d is %s; InjectPrivileged=no", j->pid, why);
+        return 0;
+}
+
 static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
         ProcStatus ps;
         ProcStat st;
@@ -642,14 +710,7 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
                 return refuse(s, -EINVAL, "no user memory (kernel thread or exiting)");
         if (ps.tracer_pid != 0)
                 return refuse(s, -EBUSY, "already traced by pid %d", ps.tracer_pid);
-        if (ps.seccomp == 1)
-                return refuse(s, -EACCES, "seccomp strict mode (any other syscall kills it)");
-        /* A filter is read and run once the thread is stopped (check_filters). */
-        j->seccomp = ps.seccomp;
-        /* A user shadow stack would make the fallback's `ret` and
-         * rt_sigreturn fault: no crash-safe injection. */
-        if (ps.shadow_stack)
-                return refuse(s, -EOPNOTSUPP, "user shadow stack enabled");
+        /* Seccomp and the shadow stack are the thread's own: check_thread(). */
         r = procfs_read_stat(j->pid_dirfd, &st);
         if (r < 0)
                 return r;
@@ -657,6 +718,34 @@ static int check_target(Injector *j, const InjectOptions *o, InjectStats *s) {
                 return refuse(s, -ESRCH, "exiting");
         if (st.state == 'T' || st.state == 't')
                 return refuse(s, -EAGAIN, "stopped (job control or another debugger)");
+        return check_identity(j, s);
+}
+
+/* Seccomp mode, filters and the shadow stack belong to each thread: one
+ * may install a filter without SECCOMP_FILTER_FLAG_TSYNC, or enable a
+ * shadow stack, that the leader's status does not show. Read from the
+ * stopped thread's own status. */
+static int check_thread(Injector *j, InjectStats *s) {
+        _cleanup_close_ int tfd = -EBADF;
+        char task[32];
+        ProcStatus ps;
+        int r;
+
+        snprintf(task, sizeof task, "task/%d", j->tid);
+        tfd = openat(j->pid_dirfd, task, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (tfd < 0)
+                return -ESRCH;
+        r = procfs_read_status(tfd, &ps);
+        if (r < 0)
+                return r;
+        if (ps.seccomp == 1)
+                return refuse(s, -EACCES, "thread %d is in seccomp strict mode (any other syscall kills it)", j->tid);
+        /* A filter is read and run further on (check_filters). */
+        j->seccomp = ps.seccomp;
+        /* A user shadow stack would make the fallback's `ret` and
+         * rt_sigreturn fault: no crash-safe injection. */
+        if (ps.shadow_stack)
+                return refuse(s, -EOPNOTSUPP, "thread %d has a user shadow stack enabled", j->tid);
         return 0;
 }
 
@@ -911,6 +1000,12 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
         if (pidfd_alive(pidfd) < 0 || faccessat(j->pid_dirfd, task, F_OK, 0) < 0)
                 r = refuse(s, -ESRCH, "exited (or its pid was reused) before the stop");
         if (r >= 0)
+                r = check_identity(j, s);
+        if (r >= 0)
+                r = check_thread(j, s);
+        if (r >= 0)
+                r = reopen_mem(j);
+        if (r >= 0)
                 r = xptrace(PTRACE_GETREGS, j->tid, NULL, &j->saved);
         if (r >= 0 && j->saved.cs != USER_CS_64)
                 r = refuse(s, -EOPNOTSUPP, "not a 64-bit task (cs=%#llx)", (unsigned long long) j->saved.cs);
@@ -977,6 +1072,8 @@ static int inject_run(Injector *j, const Root *root, int pidfd, InjectSyscall *c
         size_t n_skip = 0;
         int r;
 
+        if (j->pid == 1)
+                return refuse(s, -EPERM, "PID 1 is never touched");
         if (inject_poll_abandoned() >= ABANDONED_MAX)
                 return refuse(s, -EAGAIN, "%d threads given up on earlier have not stopped yet", ABANDONED_MAX);
         r = root_open_pid_dir(root, j->pid, &pid_dirfd);

@@ -171,8 +171,9 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a, const MapL
         return r;
 }
 
-static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const ProcKsmStat *f,
+static int do_inject(const MergeContext *c, int pidfd, int pid_dirfd, const ProcessAction *pa, const ProcKsmStat *f,
                      const MapList *exact, InjectStats *stats, bool *ret_call_failed) {
+        MergeAction a = pa->action;
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
@@ -231,8 +232,10 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
                 .stop_timeout_usec = c->stop_timeout_usec,
                 .allow_seccomp = c->inject_seccomp,
                 .give_up_usec = c->give_up_usec,
+                .expect = pa->identity,
+                .allow_privileged = pa->inject_privileged,
         };
-        r = inject_syscalls(c->root, pidfd, pid, calls, n, &o, stats);
+        r = inject_syscalls(c->root, pidfd, pa->pid, calls, n, &o, stats);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -279,6 +282,7 @@ static bool inject_refusal(int r) {
         case ECANCELED:
         case EPERM:
         case EINVAL:
+        case ESTALE:
                 return true;
         default:
                 return false;
@@ -300,7 +304,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_remote_madvise(pidfd, pid_dirfd, a->action, exact);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, exact, &stats, &call_failed);
+                r = do_inject(c, pidfd, pid_dirfd, a, f, exact, &stats, &call_failed);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:
@@ -420,10 +424,13 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                                           : "process exited");
                 return 0;
         }
-        if (proc_stat_is_kthread(&st) || a->pid == getpid()) {
+        /* PID 1 again, whatever a plan says (classify leaves it alone):
+         * everything depends on it, and a stop of it stalls the host. */
+        if (proc_stat_is_kthread(&st) || a->pid == getpid() || a->pid == 1) {
                 o->kind = MERGE_OUTCOME_REFUSED;
                 o->error = EINVAL;
-                set_text(o, "%s: not touched", proc_stat_is_kthread(&st) ? "kernel thread" : "ksmtuned2 itself");
+                set_text(o, "%s: not touched",
+                         a->pid == 1 ? "PID 1" : proc_stat_is_kthread(&st) ? "kernel thread" : "ksmtuned2 itself");
                 return 0;
         }
 
@@ -562,6 +569,7 @@ int merge_apply_one(const MergeContext *c, const ProcessAction *a, MergeOutcome 
         int r = 0;
 
         strscpy(o.reason, sizeof o.reason, a->reason);
+        o.inject_privileged = a->inject_privileged;
         if (a->method == MERGE_METHOD_NONE) {
                 o.kind = MERGE_OUTCOME_SKIPPED;
                 set_text(&o, "Method=none: not touched");
@@ -632,7 +640,7 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
                         continue;
                 if (greedy_realloc((void **) &l->entries, &l->alloc, l->n + 1, sizeof *l->entries, 16) < 0)
                         return -ENOMEM;
-                l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used };
+                l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used, o->inject_privileged };
         }
         return 0;
 }
@@ -644,6 +652,7 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
                         .start_time_ticks = l->entries[i].start_time_ticks,
                         .action = MERGE_ACTION_DISABLE,
                         .method = l->entries[i].method,
+                        .inject_privileged = l->entries[i].inject_privileged,
                 };
                 strscpy(a.reason, sizeof a.reason, "UnmergeOnExit=yes");
                 int r = merge_apply(c, &a, 1, ret);

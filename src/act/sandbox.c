@@ -40,9 +40,9 @@
  *   reading them for other users (QEMU runs as libvirt-qemu) needs
  *   CAP_DAC_READ_SEARCH.
  * - Injection reads the target's /proc/PID/mem (mode 0600, the target's
- *   euid: CAP_DAC_READ_SEARCH) and writes with process_vm_writev(), which
- *   only checks ptrace access: opening another user's mem O_RDWR would need
- *   CAP_DAC_OVERRIDE, which is not kept.
+ *   euid: CAP_DAC_READ_SEARCH) and writes with PTRACE_POKEDATA, which
+ *   only checks that it is our tracee: opening another user's mem O_RDWR
+ *   would need CAP_DAC_OVERRIDE, which is not kept.
  * - The KSM knobs are root's, 0644: writing them as uid 0 needs no
  *   CAP_DAC_OVERRIDE. tracefs instances are root's too.
  * - The proc connector checks CAP_NET_ADMIN when we ask to listen, which
@@ -168,9 +168,9 @@ static const char *const allow_list[] = {
         "memfd_create",
         /* actuators: pidfds, remote madvise, process_ksm; injection of prctl() with ptrace and
          * waiting for the tracee (Method=inject) */
+        /* injection writes its fallback frame below the target's stack
+         * pointer with PTRACE_POKEDATA (inject.c, write_target) */
         "pidfd_open", "process_madvise", "ptrace", "wait4", "waitid",
-        /* injection writes its fallback frame below the target's stack pointer */
-        "process_vm_writev",
 };
 
 unsigned sandbox_allow_list_size(void) {

@@ -126,6 +126,10 @@ bool manager_merge_policy_allows(const ProcessTable *t, ProcessAction *a, bool f
         }
         if (a->method == MERGE_METHOD_ANY)
                 a->method = p->verdict.method;
+        /* What the policy matched, for the actuator to check again once it
+         * holds the process (merge.h) */
+        a->identity = p->identity;
+        a->inject_privileged = p->verdict.inject_privileged;
         return true;
 }
 

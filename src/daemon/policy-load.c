@@ -146,6 +146,7 @@ const ConfItem policy_table[] = {
         ITEM("Merge", "MinAnonMiB", conf_parse_size_in_unit, min_anon_mib, &anon_unit),
         ITEM("Merge", "MinAge", conf_parse_timespan, min_age_usec, &age_range),
         ITEM("Merge", "OverrideOptOut", conf_parse_bool, override_opt_out, NULL),
+        ITEM("Merge", "InjectPrivileged", conf_parse_bool, inject_privileged, NULL),
 };
 
 const size_t policy_table_size = ELEMENTSOF(policy_table);

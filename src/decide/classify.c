@@ -19,20 +19,34 @@ static bool any_glob(const PolicyGlobs *g, const char *s, int flags) {
         return false;
 }
 
-/* Unit= matches any component of the cgroup path: the slices, the service
- * or scope, and units of a user's manager below user@UID.service. */
+/* Unit= without a '/' matches a unit of the system manager: a slice or the
+ * unit along the leading part of the cgroup path that it named
+ * (cgroup_path_system_depth). Deeper names, and anything under user.slice,
+ * are chosen by the cgroup's owner: any user can start
+ * "app-worker@x.service" under its own user@UID.service, or a Delegate=yes
+ * service create one below itself. A glob with a '/' names the place
+ * itself and is matched as Cgroup= is
+ * ("user.slice/user-1000.slice/user@1000.service/app.slice/app-worker@*.service"). */
 static bool any_unit(const PolicyGlobs *g, const char *cgroup) {
         if (!cgroup)
                 return false;
-        for (const char *c = cgroup; *c;) {
+        for (char **gl = g->globs; *gl; gl++)
+                if (strchr(*gl, '/') && policy_cgroup_glob_match(*gl, cgroup))
+                        return true;
+        size_t depth = cgroup_path_system_depth(cgroup);
+        const char *c = cgroup;
+        while (*c == '/')
+                c++;
+        for (size_t i = 0; i < depth && *c; i++) {
                 const char *slash = strchr(c, '/');
                 size_t len = slash ? (size_t) (slash - c) : strlen(c);
                 char comp[256];
                 if (len > 0 && len < sizeof comp) {
                         memcpy(comp, c, len);
                         comp[len] = 0;
-                        if (any_glob(g, comp, 0))
-                                return true;
+                        for (char **gl = g->globs; *gl; gl++)
+                                if (!strchr(*gl, '/') && fnmatch(*gl, comp, 0) == 0)
+                                        return true;
                 }
                 if (!slash)
                         break;
@@ -93,6 +107,13 @@ void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Pr
                 *ret = v;
                 return;
         }
+        /* The init process: every other process depends on it, and no
+         * policy may name it (the actuator refuses it again). */
+        if (p->pid == 1) {
+                set_reason(&v, "PID 1: never touched");
+                *ret = v;
+                return;
+        }
         if (ctx && p->pid == ctx->self_pid) {
                 set_reason(&v, "the daemon itself");
                 *ret = v;
@@ -126,6 +147,7 @@ void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Pr
         v.policy_line = pol->line;
         v.method = (MergeMethod) pol->method;
         v.always = pol->mode == POLICY_MODE_ALWAYS;
+        v.inject_privileged = pol->inject_privileged;
         const char *tail = v.method == MERGE_METHOD_NONE ? " (Method=none: tuning only, never touched)" : "";
 
         if (pol->mode == POLICY_MODE_NEVER) {

@@ -56,3 +56,30 @@ bool policy_cgroup_glob_match(const char *glob, const char *path) {
                 *slash = 0;
         }
 }
+
+static bool component_is(const char *c, size_t len, const char *name) {
+        return len == strlen(name) && strneq(c, name, len);
+}
+
+size_t cgroup_path_system_depth(const char *path) {
+        size_t depth = 0;
+
+        while (*path == '/')
+                path++;
+        for (const char *c = path; *c;) {
+                const char *slash = strchr(c, '/');
+                size_t len = slash ? (size_t) (slash - c) : strlen(c);
+                bool slice = len > strlen(".slice") && strneq(c + len - strlen(".slice"), ".slice", strlen(".slice"));
+                if (depth == 0 && !component_is(c, len, "system.slice") && !component_is(c, len, "machine.slice"))
+                        return 0;
+                if (len == 0)
+                        break;
+                depth++;
+                /* The first unit that is not a slice ends it: what lies below
+                 * is that unit's own (delegated) business. */
+                if (!slice || !slash)
+                        break;
+                c = slash + 1;
+        }
+        return depth;
+}

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,43 @@ bool process_owner_visible_to(uid_t uid, uid_t euid, uid_t viewer) {
         if (viewer == (uid_t) -1)
                 return false;
         return viewer == 0 || (viewer == uid && viewer == euid);
+}
+
+const char *process_identity_changed(const ProcessIdentity *then, const ProcessIdentity *now, char *buf, size_t n) {
+        if (then->exe_dev != now->exe_dev || then->exe_ino != now->exe_ino)
+                snprintf(buf, n, "another executable (ino %" PRIu64 " -> %" PRIu64 ")", then->exe_ino, now->exe_ino);
+        else if (memcmp(then->uid, now->uid, sizeof then->uid) != 0 || memcmp(then->gid, now->gid, sizeof then->gid) != 0)
+                snprintf(buf, n, "other credentials (euid %u egid %u -> euid %u egid %u)", then->uid[1], then->gid[1],
+                         now->uid[1], now->gid[1]);
+        else if (then->cap_permitted != now->cap_permitted)
+                snprintf(buf, n, "other capabilities (CapPrm %" PRIx64 " -> %" PRIx64 ")", then->cap_permitted,
+                         now->cap_permitted);
+        else if (memcmp(then->mm_layout, now->mm_layout, sizeof then->mm_layout) != 0)
+                snprintf(buf, n, "an exec since (stack %" PRIx64 " -> %" PRIx64 ")", then->mm_layout[2],
+                         now->mm_layout[2]);
+        else
+                return NULL;
+        return buf;
+}
+
+const char *process_identity_privileged(const ProcessIdentity *id, char *buf, size_t n) {
+        bool uids_differ = false, gids_differ = false;
+        for (size_t i = 1; i < ELEMENTSOF(id->uid); i++) {
+                uids_differ |= id->uid[i] != id->uid[0];
+                gids_differ |= id->gid[i] != id->gid[0];
+        }
+        if (uids_differ || gids_differ)
+                snprintf(buf, n, "setuid or setgid (uid %u %u %u %u gid %u %u %u %u)", id->uid[0], id->uid[1],
+                         id->uid[2], id->uid[3], id->gid[0], id->gid[1], id->gid[2], id->gid[3]);
+        else if (id->secure_exec == 1)
+                snprintf(buf, n, "privileged exec (AT_SECURE)");
+        else if (id->dumpable == 0)
+                snprintf(buf, n, "not dumpable");
+        else if (id->uid[0] != 0 && id->cap_permitted != 0)
+                snprintf(buf, n, "uid %u holds capabilities (CapPrm %" PRIx64 ")", id->uid[0], id->cap_permitted);
+        else
+                return NULL;
+        return buf;
 }
 
 int process_merging_enabled(const Process *p) {

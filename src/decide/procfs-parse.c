@@ -70,6 +70,19 @@ int procfs_parse_stat(const char *text, ProcStat *ret) {
         s.start_time_ticks = v[18];
         s.vsize_bytes = v[19];
         s.rss_pages = v[20];
+        /* fields 26..51, optional: startcode endcode startstack (26-28) and
+         * start_data end_data start_brk arg_start arg_end env_start env_end
+         * (45-51); the ones between are skipped */
+        for (unsigned field = 26, k = 0; field <= 51 && *p; field++) {
+                char *end;
+                errno = 0;
+                unsigned long long x = strtoull(p, &end, 10);
+                if (end == p || errno == ERANGE || (*end && !isspace((unsigned char) *end)))
+                        break;
+                if (field <= 28 || field >= 45)
+                        s.mm_layout[k++] = x;
+                p = next_field(end);
+        }
         *ret = s;
         return 0;
 }
@@ -122,9 +135,11 @@ int procfs_parse_status(const char *text, ProcStatus *ret) {
                 else if (streq(line, "TracerPid"))
                         (void) sscanf(val, "%d", &s.tracer_pid);
                 else if (streq(line, "Uid"))
-                        (void) sscanf(val, "%u %u", &s.uid_real, &s.uid_effective);
+                        (void) sscanf(val, "%u %u %u %u", &s.uid_real, &s.uid_effective, &s.uid_saved, &s.uid_fs);
                 else if (streq(line, "Gid"))
-                        (void) sscanf(val, "%u %u", &s.gid_real, &s.gid_effective);
+                        (void) sscanf(val, "%u %u %u %u", &s.gid_real, &s.gid_effective, &s.gid_saved, &s.gid_fs);
+                else if (streq(line, "CapPrm"))
+                        (void) sscanf(val, "%" SCNx64, &s.cap_permitted);
                 else if (streq(line, "Threads"))
                         (void) sscanf(val, "%u", &s.threads);
                 else if (streq(line, "Seccomp"))

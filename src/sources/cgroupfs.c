@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cgroupfs.h"
+#include "policy.h"
 #include "procfs.h"
 #include "util.h"
 
@@ -143,16 +144,36 @@ static bool name_is_printable_component(const char *s) {
         return true;
 }
 
+/* Only where the system manager (or libvirt itself) named the cgroup: a
+ * user's own "machine-qemu\x2d1\x2dweb.scope" below user@UID.service, or
+ * one that a delegated service made, is not a VM of the host's. */
 int cgroup_path_get_machine(const char *path, char **ret) {
-        for (const char *c = path; c && *c;) {
+        while (*path == '/')
+                path++;
+        size_t depth = cgroup_path_system_depth(path);
+        bool machined = depth >= 2 && startswith(path, "machine.slice/");
+        bool libvirt = startswith(path, "machine/"); /* libvirt's layout without systemd */
+        size_t i = 0;
+
+        *ret = NULL;
+        for (const char *c = path; (machined || libvirt) && c && *c; i++) {
                 const char *slash = strchr(c, '/');
                 size_t len = slash ? (size_t) (slash - c) : strlen(c);
                 _cleanup_free_ char *comp = strndup(c, len), *plain = NULL;
                 if (!comp)
                         return -ENOMEM;
+                c = slash ? slash + 1 : NULL;
+                if (i == 0)
+                        continue;
 
-                if (startswith(comp, "machine-") && len > strlen("machine-.scope") &&
-                    streq(comp + len - strlen(".scope"), ".scope")) {
+                if (machined) {
+                        /* The unit that ends the system manager's part;
+                         * slices before it. */
+                        if (i + 1 < depth)
+                                continue;
+                        if (!startswith(comp, "machine-") || len <= strlen("machine-.scope") ||
+                            !streq(comp + len - strlen(".scope"), ".scope"))
+                                return 0;
                         /* machined escapes '-' inside the machine name as \x2d. */
                         comp[len - strlen(".scope")] = 0;
                         if (cgroup_unescape(comp + strlen("machine-"), &plain) < 0)
@@ -161,19 +182,18 @@ int cgroup_path_get_machine(const char *path, char **ret) {
                          * '/' or control characters; "machine-a\x2fb.scope"
                          * decoded to "a/b" (found by fuzz-cgroup) and would
                          * reach logs, the bus and metrics labels as a path. */
-                        if (!name_is_printable_component(plain)) {
-                                c = slash ? slash + 1 : NULL;
-                                continue;
-                        }
+                        if (!name_is_printable_component(plain))
+                                return 0;
                         return libvirt_machine_name(plain, ret);
                 }
+                /* libvirt: machine/[NAME.partition/...]VM.libvirt-DRIVER */
+                if (len > strlen(".partition") && streq(comp + len - strlen(".partition"), ".partition"))
+                        continue;
                 const char *dot = strstr(comp, ".libvirt-");
-                if (dot && dot > comp && dot[strlen(".libvirt-")]) {
-                        comp[dot - comp] = 0;
-                        return libvirt_machine_name(comp, ret);
-                }
-                c = slash ? slash + 1 : NULL;
+                if (!dot || dot == comp || !dot[strlen(".libvirt-")])
+                        return 0;
+                comp[dot - comp] = 0;
+                return libvirt_machine_name(comp, ret);
         }
-        *ret = NULL;
         return 0;
 }

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cgroupfs.h"
@@ -34,6 +35,71 @@ static int read_cgroup(int pid_dirfd, char **ret) {
         if (r < 0)
                 return r;
         return cgroup_parse_proc_path(text, ret);
+}
+
+/* The identity (process.h) from the stat and status already read, and the
+ * executable itself. */
+static void identity_fill(int pid_dirfd, const ProcStat *st, const ProcStatus *ps, ProcessIdentity *ret) {
+        struct stat exe;
+        *ret = (ProcessIdentity) {
+                .uid = { ps->uid_real, ps->uid_effective, ps->uid_saved, ps->uid_fs },
+                .gid = { ps->gid_real, ps->gid_effective, ps->gid_saved, ps->gid_fs },
+                .cap_permitted = ps->cap_permitted,
+                .dumpable = -1,
+                .secure_exec = -1,
+        };
+        memcpy(ret->mm_layout, st->mm_layout, sizeof ret->mm_layout);
+        /* exe is a magic link: stat follows it to the file the mm maps. */
+        if (fstatat(pid_dirfd, "exe", &exe, 0) < 0)
+                return; /* no mm, gone, or not permitted: nothing to compare */
+        ret->exe_dev = (uint64_t) exe.st_dev;
+        ret->exe_ino = (uint64_t) exe.st_ino;
+        ret->valid = true;
+}
+
+/* AT_SECURE from the auxiliary vector the kernel saved at exec (a copy in
+ * the mm: reading it takes no lock of the target's). */
+static int read_secure_exec(int pid_dirfd) {
+        _cleanup_close_ int fd = openat(pid_dirfd, "auxv", O_RDONLY | O_CLOEXEC);
+        uint64_t v[2 * 64];
+        if (fd < 0)
+                return -1;
+        ssize_t k = read(fd, v, sizeof v);
+        if (k < 16)
+                return -1;
+        for (size_t i = 0; i + 1 < (size_t) k / sizeof v[0]; i += 2) {
+                if (v[i] == 0) /* AT_NULL */
+                        break;
+                if (v[i] == 23) /* AT_SECURE */
+                        return v[i + 1] != 0;
+        }
+        return -1;
+}
+
+int process_read_identity(int pid_dirfd, bool privilege, ProcessIdentity *ret) {
+        ProcStat st;
+        ProcStatus ps;
+        struct stat owner;
+        int r;
+
+        r = procfs_read_stat(pid_dirfd, &st);
+        if (r < 0)
+                return r;
+        r = procfs_read_status(pid_dirfd, &ps);
+        if (r < 0)
+                return r;
+        identity_fill(pid_dirfd, &st, &ps, ret);
+        if (!privilege)
+                return 0;
+        /* task_dump_owner(): the files of a process that is not dumpable
+         * belong to root (of its mm's user namespace), the others to its
+         * euid and egid -- except the directory itself, which is why
+         * status is asked. A root process looks the same either way. */
+        if (fstatat(pid_dirfd, "status", &owner, 0) >= 0 && !(ps.uid_effective == 0 && ps.gid_effective == 0)) {
+                ret->dumpable = owner.st_uid == ps.uid_effective && owner.st_gid == ps.gid_effective;
+        }
+        ret->secure_exec = read_secure_exec(pid_dirfd);
+        return 0;
 }
 
 /* The pid's directory and stat; -ESRCH once it is gone. A zombie is gone
@@ -135,6 +201,8 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         set_stat_facts(p, &st);
         p->uid = status.uid_real;
         p->euid = status.uid_effective;
+        if (!kthread)
+                identity_fill(dfd, &st, &status, &p->identity);
         p->rss_anon_kib = status.rss_anon_kib;
         p->threads = status.threads ? status.threads : (unsigned) MAX(st.num_threads, 0);
         p->tracer_pid = status.tracer_pid;
@@ -179,6 +247,7 @@ int process_read_forked(const Root *root, int pid, const Process *parent, Proces
         p->threads = (unsigned) MAX(st.num_threads, 1);
         p->uid = parent->uid;
         p->euid = parent->euid;
+        p->identity = parent->identity; /* fork copies the mm's layout and the credentials */
         p->rss_anon_kib = parent->rss_anon_kib;
         p->exe = strdup_or_null(parent->exe, &oom);
         p->cmdline = strdup_or_null(parent->cmdline, &oom);

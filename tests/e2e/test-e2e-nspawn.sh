@@ -326,7 +326,7 @@ wait_journal "^pid $sleeper \(ksme2e-sleeper\): [a-z-]+ by $POLICY_DIR/40-e2e.po
 # The policy merges it: on this stock kernel by injecting prctl(PR_SET_MEMORY_MERGE)
 # into another user's process, through the unit's filter (ptrace), bounding
 # set and the daemon's kept capabilities (CAP_SYS_PTRACE; without
-# CAP_DAC_OVERRIDE, so the write goes through process_vm_writev).
+# CAP_DAC_OVERRIDE, so the write goes through PTRACE_POKEDATA).
 for _ in $(seq 150); do
         inside grep -q "^ksm_merge_any: yes" /proc/"$sleeper"/ksm_stat 2>/dev/null && break
         sleep 0.1

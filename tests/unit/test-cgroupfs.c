@@ -100,7 +100,27 @@ static void test_machine(void **state) {
          * not make a machine name */
         check_machine("machine.slice/machine-qemu\\x2d3\\x2da\\x2fb.scope", NULL);
         check_machine("machine.slice/machine-evil\\x0a.scope", NULL);
-        check_machine("machine-a\\x2fb.scope/machine-ok.scope", "ok");
+        check_machine("machine.slice/machine-a\\x2fb.scope/machine-ok.scope", NULL);
+        check_machine("machine.slice/machine\\x2dprod.slice/machine-qemu\\x2d1\\x2dweb.scope/libvirt/emulator",
+                      "web");                                                  /* a libvirt <partition> */
+        check_machine("machine/prod.partition/qemu-3-web01.libvirt-qemu/emulator", "web01");
+}
+
+/* Where the system manager did not choose the name, it names no VM of the
+ * host's: a user's own scope, a delegated subtree, a scope not under
+ * machine.slice. */
+static void test_machine_hostile(void **state) {
+        check_machine("user.slice/user-1000.slice/user@1000.service/app.slice/machine-qemu\\x2d1\\x2dweb.scope", NULL);
+        check_machine("user.slice/user-1000.slice/machine-qemu\\x2d1\\x2dweb.scope", NULL);
+        check_machine("user.slice/machine.slice/machine-qemu\\x2d1\\x2dweb.scope", NULL);
+        check_machine("machine-qemu\\x2d1\\x2dweb.scope", NULL);
+        check_machine("system.slice/machine-qemu\\x2d1\\x2dweb.scope", NULL);
+        check_machine("system.slice/docker.service/machine.slice/machine-qemu\\x2d1\\x2dweb.scope", NULL);
+        /* below the VM's own scope: its payload's business */
+        check_machine("machine.slice/machine-debian12.scope/payload/machine-qemu\\x2d1\\x2dweb.scope", "debian12");
+        check_machine("machine.slice/a.service/machine-qemu\\x2d1\\x2dweb.scope", NULL);
+        check_machine("user.slice/machine/qemu-3-web01.libvirt-qemu", NULL);
+        check_machine("machine/x/qemu-3-web01.libvirt-qemu", NULL);
 }
 
 int main(void) {
@@ -109,6 +129,7 @@ int main(void) {
                 cmocka_unit_test(test_unescape),
                 cmocka_unit_test(test_unit),
                 cmocka_unit_test(test_machine),
+                cmocka_unit_test(test_machine_hostile),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,6 +12,7 @@
 
 #include "merge.h"
 #include "proc-maps.h"
+#include "root.h"
 #include "seccomp-eval.h"
 #include "util.h"
 
@@ -115,9 +116,24 @@ static void test_outcomes_without_process(void **state) {
         assert_string_equal(merge_outcome_kind_to_string(MERGE_OUTCOME_REFUSED), "refused");
 }
 
+/* Whatever a plan says, the actuator never touches PID 1 (here only a
+ * dry run would have followed: it reads nothing that takes its locks). */
+static void test_pid1_refused(void **state) {
+        _cleanup_(root_freep) Root *root = NULL;
+        Probe p = {};
+        assert_int_equal(root_open(NULL, &root), 0);
+        MergeContext c = { .root = root, .probe = &p, .dry_run = true };
+        MergeOutcome o;
+        ProcessAction a = { .pid = 1, .action = MERGE_ACTION_ENABLE, .method = MERGE_METHOD_INJECT };
+        assert_int_equal(merge_apply_one(&c, &a, &o), 0);
+        assert_int_equal(o.kind, MERGE_OUTCOME_REFUSED);
+        assert_string_equal(o.text, "PID 1: not touched");
+}
+
 static void test_ledger(void **state) {
         MergeOutcome out[] = {
-                { .pid = 10, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 10, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT,
+                  .inject_privileged = true },
                 { .pid = 11, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_ALREADY },
                 { .pid = 12, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
                 { .pid = 12, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_DONE },
@@ -130,6 +146,7 @@ static void test_ledger(void **state) {
         assert_int_equal(merge_ledger_update(&l, &r), 0);
         assert_int_equal(l.n, 1);
         assert_int_equal(l.entries[0].pid, 10);
+        assert_true(l.entries[0].inject_privileged); /* UnmergeOnExit= disables it with the same right */
         assert_ptr_equal(merge_report_find(&r, 12), &out[3]);
         assert_null(merge_report_find(&r, 99));
         MergeOutcome gone = { .pid = 10, .kind = MERGE_OUTCOME_GONE };
@@ -187,6 +204,7 @@ int main(void) {
                 cmocka_unit_test(test_maps_garbage),
                 cmocka_unit_test(test_smaps_mergeable),
                 cmocka_unit_test(test_outcomes_without_process),
+                cmocka_unit_test(test_pid1_refused),
                 cmocka_unit_test(test_ledger),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

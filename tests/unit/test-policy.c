@@ -548,31 +548,68 @@ static void test_classify(void **state) {
         assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
         policy_set_done(&c);
 
-        /* Unit= matches any unit along the cgroup path */
+        /* Unit= names the system manager's units; a user's manager or a
+         * delegated subtree only where a glob with a '/' names the place */
         PolicySet u = {};
         _cleanup_free_ char *udir = path_of("unit");
         char *udirs[] = { udir, NULL };
-        fake_write(&tree, "unit/10-app.policy", "[Match]\nUnit=app-firefox-*.scope\n[Merge]\nMode=never\n");
-        fake_write(&tree, "unit/20-users.policy", "[Match]\nUnit=user@*.service\n[Merge]\nMode=auto\n");
-        fake_write(&tree, "unit/30-sys.policy", "[Match]\nUnit=system.slice\n[Merge]\nMode=always\n");
+        fake_write(&tree, "unit/10-app.policy",
+                   "[Match]\nUnit=user.slice/user-*.slice/user@*.service/app.slice/app-firefox-*.scope\n"
+                   "[Merge]\nMode=never\n");
+        fake_write(&tree, "unit/20-worker.policy", "[Match]\nUnit=app-worker@*.service\n[Merge]\nMode=auto\n");
+        fake_write(&tree, "unit/30-users.policy", "[Match]\nUnit=user.slice/*/user@*.service\n[Merge]\nMode=auto\n");
+        fake_write(&tree, "unit/40-sys.policy", "[Match]\nUnit=system.slice\n[Merge]\nMode=always\n");
         assert_int_equal(policy_set_load(udirs, NULL, &u, &d), 0);
         assert_int_equal(d.n, 0);
         Process ff = { .pid = 16, .comm = "firefox",
                        .cgroup = "user.slice/user-1000.slice/user@1000.service/app.slice/app-firefox-1234.scope" };
         classify_process(&u, &ctx, &ff, &v);
         assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        assert_non_null(strstr(v.policy_file, "10-app.policy"));
         strscpy(ff.comm, sizeof ff.comm, "vim");
         ff.cgroup = "user.slice/user-1000.slice/user@1000.service/app.slice/vim.scope";
         classify_process(&u, &ctx, &ff, &v);
         assert_int_equal(v.action, VERDICT_MERGE);
-        assert_false(v.always);
+        assert_non_null(strstr(v.policy_file, "30-users.policy"));
+        ff.cgroup = "system.slice/app-worker@7.service";
+        classify_process(&u, &ctx, &ff, &v);
+        assert_non_null(strstr(v.policy_file, "20-worker.policy"));
+        ff.cgroup = "system.slice/workers.slice/app-worker@7.service/sub";
+        classify_process(&u, &ctx, &ff, &v);
+        assert_non_null(strstr(v.policy_file, "20-worker.policy"));
         ff.cgroup = "system.slice/cron.service";
         classify_process(&u, &ctx, &ff, &v);
         assert_true(v.always);
         ff.cgroup = "system.slicer/x.service";
         classify_process(&u, &ctx, &ff, &v);
         assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        /* hostile: names the owner of the cgroup chose */
+        static const char *const hostile[] = {
+                "user.slice/user-1000.slice/user@1000.service/app.slice/app-worker@x.service",
+                "user.slice/user-1000.slice/app-worker@x.service",
+                "user.slice/system.slice/app-worker@x.service",
+                "app-worker@x.service",
+                "system.slice/docker.service/app-worker@x.service",      /* Delegate=yes subtree */
+                "system.slice/user@1000.service/app-worker@x.service",
+                "machine.slice/machine-qemu\\x2d1\\x2dweb.scope/app-worker@x.service",
+                "init.scope/app-worker@x.service",
+                "system.slice//app-worker@x.service",
+        };
+        for (size_t i = 0; i < ELEMENTSOF(hostile); i++) {
+                ff.cgroup = (char *) hostile[i];
+                classify_process(&u, &ctx, &ff, &v);
+                if (v.policy_file[0] && strstr(v.policy_file, "20-worker.policy"))
+                        fail_msg("Unit=app-worker@*.service matched %s", hostile[i]);
+        }
         policy_set_done(&u);
+
+        /* VM= only believes machine.slice (cgroupfs decodes nothing else,
+         * test-cgroupfs); PID 1 is never touched, whatever matches it */
+        Process init = { .pid = 1, .comm = "postgres", .cgroup = "init.scope" };
+        classify_process(&s, &ctx, &init, &v);
+        assert_int_equal(v.action, VERDICT_LEAVE_ALONE);
+        assert_string_equal(v.reason, "PID 1: never touched");
+        assert_string_equal(v.policy_file, "");
 
         Process k = { .pid = 2, .comm = "postgres", .kthread = true };
         classify_process(&s, &ctx, &k, &v);

@@ -217,6 +217,48 @@ static void test_controller_respects_policy(void **state) {
         assert_non_null(verdict_refuses_controller(&v, false));
 }
 
+/* The pure halves of the actuator's re-check (process.h). */
+static void test_identity(void **state) {
+        char buf[128];
+        ProcessIdentity a = {
+                .valid = true, .exe_dev = 8, .exe_ino = 1234,
+                .uid = { 1000, 1000, 1000, 1000 }, .gid = { 1000, 1000, 1000, 1000 },
+                .mm_layout = { 0x5000, 0x6000, 0x7ffd0000 },
+                .dumpable = 1, .secure_exec = 0,
+        };
+        ProcessIdentity b = a;
+        assert_null(process_identity_changed(&a, &b, buf, sizeof buf));
+        assert_null(process_identity_privileged(&a, buf, sizeof buf));
+        b.exe_ino = 99;
+        assert_string_equal(process_identity_changed(&a, &b, buf, sizeof buf), "another executable (ino 1234 -> 99)");
+        b = a;
+        b.uid[1] = b.uid[2] = 0;
+        assert_string_equal(process_identity_changed(&a, &b, buf, sizeof buf),
+                            "other credentials (euid 1000 egid 1000 -> euid 0 egid 1000)");
+        assert_string_equal(process_identity_privileged(&b, buf, sizeof buf),
+                            "setuid or setgid (uid 1000 0 0 1000 gid 1000 1000 1000 1000)");
+        b = a;
+        b.mm_layout[2] = 0x7ffe0000;
+        assert_string_equal(process_identity_changed(&a, &b, buf, sizeof buf), "an exec since (stack 7ffd0000 -> 7ffe0000)");
+        /* dumpable and AT_SECURE are not compared, they are judged */
+        b = a;
+        b.dumpable = 0;
+        assert_null(process_identity_changed(&a, &b, buf, sizeof buf));
+        assert_string_equal(process_identity_privileged(&b, buf, sizeof buf), "not dumpable");
+        b.dumpable = -1;
+        assert_null(process_identity_privileged(&b, buf, sizeof buf));
+        b.secure_exec = 1;
+        assert_string_equal(process_identity_privileged(&b, buf, sizeof buf), "privileged exec (AT_SECURE)");
+        b = a;
+        b.gid[3] = 0;
+        assert_non_null(process_identity_privileged(&b, buf, sizeof buf));
+        b = a;
+        b.cap_permitted = 1 << 21;
+        assert_string_equal(process_identity_privileged(&b, buf, sizeof buf), "uid 1000 holds capabilities (CapPrm 200000)");
+        b.uid[0] = b.uid[1] = b.uid[2] = b.uid[3] = 0;
+        assert_null(process_identity_privileged(&b, buf, sizeof buf));
+}
+
 static void test_parse_cmdline(void **state) {
         check_cmdline("/usr/bin/java\0-jar\0app.jar\0", 26, "/usr/bin/java -jar app.jar");
         check_cmdline("", 0, "");
@@ -232,6 +274,7 @@ int main(void) {
                 cmocka_unit_test(test_table_grow_remove_iterate),
                 cmocka_unit_test(test_read_facts),
                 cmocka_unit_test(test_parse_cmdline),
+                cmocka_unit_test(test_identity),
                 cmocka_unit_test(test_controller_respects_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,6 +29,22 @@ static void test_stat_plain(void **state) {
         assert_int_equal(s.start_time_ticks, 5555);
         assert_int_equal(s.rss_pages, 256);
         assert_false(proc_stat_is_kthread(&s));
+        /* startcode endcode startstack; no fields 45-51 in this line */
+        assert_int_equal(s.mm_layout[0], 1);
+        assert_int_equal(s.mm_layout[2], 0);
+        assert_int_equal(s.mm_layout[3], 0);
+
+        /* a whole line of 6.18: the layout an exec changes */
+        const char *full = "7 (a) b) S 1 7 7 0 -1 4194304 90 0 0 0 0 0 0 0 20 0 1 0 88 2273280 226 "
+                           "18446744073709551615 94490091683840 94490091701857 140725782044400 0 0 0 0 0 0 1 0 0 17 "
+                           "1 0 0 0 0 0 94490091712016 94490091713056 94490118369280 140725782049669 "
+                           "140725782049689 140725782049689 140725782052842 0\n";
+        assert_int_equal(procfs_parse_stat(full, &s), 0);
+        assert_string_equal(s.comm, "a) b");
+        assert_int_equal(s.mm_layout[0], 94490091683840ULL);
+        assert_int_equal(s.mm_layout[2], 140725782044400ULL);
+        assert_int_equal(s.mm_layout[3], 94490091712016ULL);
+        assert_int_equal(s.mm_layout[9], 140725782052842ULL);
 }
 
 static void test_stat_hostile_comm(void **state) {
@@ -79,7 +95,15 @@ static void test_status(void **state) {
         assert_string_equal(s.name, "qemu-system-x86");
         assert_int_equal(s.tgid, 812);
         assert_int_equal(s.uid_real, 64055);
+        assert_int_equal(s.uid_fs, 64055);
         assert_int_equal(s.gid_effective, 101);
+        assert_int_equal(s.gid_saved, 100);
+        assert_int_equal(s.cap_permitted, 0);
+        ProcStatus suid;
+        assert_int_equal(procfs_parse_status("Tgid:\t5\nUid:\t1000\t0\t0\t0\nCapPrm:\t000001ffffffffff\n", &suid), 0);
+        assert_int_equal(suid.uid_effective, 0);
+        assert_int_equal(suid.uid_saved, 0);
+        assert_int_equal(suid.cap_permitted, 0x1ffffffffffULL);
         assert_int_equal(s.rss_anon_kib, 4000000);
         assert_int_equal(s.threads, 9);
         assert_int_equal(s.seccomp, 2);
