@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "inject.h"
+#include "injector.h"
 #include "log.h"
 #include "merge.h"
 #include "proc-maps.h"
@@ -161,13 +162,13 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
         return r;
 }
 
-static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const ProcKsmStat *f,
-                     InjectStats *stats, bool *ret_call_failed) {
+int merge_inject_local(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, int merge_any,
+                       InjectStats *stats, bool *ret_call_failed) {
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
 
-        if (a == MERGE_ACTION_ENABLE || f->merge_any == 1) {
+        if (a == MERGE_ACTION_ENABLE || merge_any == 1) {
                 calls = calloc(1, sizeof *calls);
                 if (!calls)
                         return -ENOMEM;
@@ -209,6 +210,8 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
                 .stop_timeout_usec = c->stop_timeout_usec,
                 .allow_seccomp = c->inject_seccomp,
                 .give_up_usec = c->give_up_usec,
+                .get_filter = c->get_filter,
+                .filter_userdata = c->filter_userdata,
         };
         r = inject_syscalls(c->root, pidfd, pid, calls, n, &o, stats);
         if (r < 0)
@@ -276,7 +279,21 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_remote_madvise(pidfd, pid_dirfd, a->action);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, &stats, &call_failed);
+                if (c->injector) {
+                        /* The daemon holds no CAP_SYS_PTRACE: the injector
+                         * process checks the target again and injects. */
+                        InjectorResult res = {};
+                        r = injector_client_inject(c->injector, pidfd, pid, o->start_time_ticks, a->action,
+                                                   f->merge_any, c->inject_seccomp, c->stop_timeout_usec,
+                                                   c->give_up_usec, &res);
+                        if (r >= 0) {
+                                r = res.r;
+                                stats = res.stats;
+                                call_failed = res.call_failed;
+                        }
+                } else
+                        r = merge_inject_local(c, pidfd, pid, pid_dirfd, a->action, f->merge_any, &stats,
+                                               &call_failed);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:
@@ -346,6 +363,8 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                                           : "process exited");
                 return 0;
         }
+        /* The identity the injector checks again (an action may come without one). */
+        o->start_time_ticks = st.start_time_ticks;
         if (proc_stat_is_kthread(&st) || a->pid == getpid()) {
                 o->kind = MERGE_OUTCOME_REFUSED;
                 o->error = EINVAL;
