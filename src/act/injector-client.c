@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -210,13 +211,30 @@ static int channel_call(InjectorClient *c, Channel *ch, InjectorRequest *req, in
         int r;
 
         pthread_mutex_lock(&ch->lock);
-        r = channel_ensure(c, ch);
-        if (r >= 0) {
+        for (int attempt = 0;; attempt++) {
+                /* A worker that died while idle (killed, crashed) hangs up
+                 * its end: the request was never delivered, so a new worker
+                 * takes it at once rather than the action failing. */
+                if (ch->fd >= 0) {
+                        struct pollfd p = { .fd = ch->fd, .events = 0 };
+                        if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR))) {
+                                channel_reset(c, ch, -EPIPE, false);
+                                if (attempt == 0)
+                                        ch->next_spawn_usec = 0;
+                        }
+                }
+                r = channel_ensure(c, ch);
+                if (r < 0)
+                        break;
                 req->magic = INJECTOR_MAGIC;
                 req->seq = ++ch->seq;
                 r = injector_send(ch->fd, req, sizeof *req, pass_fd);
-                if (r < 0)
-                        channel_reset(c, ch, r, true);
+                if (r >= 0)
+                        break;
+                channel_reset(c, ch, r, true);
+                if (attempt > 0)
+                        break;
+                ch->next_spawn_usec = 0;
         }
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + budget_usec;
         while (r >= 0) {
