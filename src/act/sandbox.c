@@ -185,7 +185,7 @@ static const char *const ptrace_list[] = {
 /* The injector's workers (injector.h): what reading /proc, the protocol and
  * malloc need. */
 static const char *const worker_list[] = {
-        "read", "write", "pread64", "close", "lseek", "fcntl", "openat", "newfstatat", "fstat", "statx",
+        "read", "write", "pread64", "close", "lseek", "fcntl", "newfstatat", "fstat", "statx",
         "readlinkat", "getdents64", "faccessat", "faccessat2", "brk", "munmap", "mremap", "madvise",
         "getrandom", "clock_gettime", "clock_nanosleep", "nanosleep", "poll", "ppoll", "recvmsg", "sendmsg",
         "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "restart_syscall", "exit", "exit_group", "getpid",
@@ -403,6 +403,13 @@ int sandbox_load_injector_seccomp(int role, bool fatal) {
                 r = add_list(ctx, (const char *const[]) { "wait4", "waitid" }, 2);
         if (r >= 0)
                 r = add_wx_rules(ctx);
+        /* Files for reading only: nothing a worker opens is written. (The
+         * kernel's own O_TMPFILE bit: glibc's __O_TMPFILE includes
+         * O_DIRECTORY, which /proc/PID/task needs.) */
+        const scmp_datum_t write_flags = O_ACCMODE | O_CREAT | O_TRUNC | 020000000;
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+                                     SCMP_A2(SCMP_CMP_MASKED_EQ, write_flags, O_RDONLY));
         if (r < 0)
                 return r;
         return seccomp_load(ctx);
