@@ -98,8 +98,8 @@ int injector_client_spawn(const char *root_prefix, InjectorClient **ret) {
 InjectorClient *injector_client_free(InjectorClient *c) {
         if (!c)
                 return NULL;
-        /* Closing the sockets ends them: each finishes what it does (bounded)
-         * and exits at EOF. The supervisor is reaped if it already has. */
+        /* Closing the supervisor's socket ends it, and its workers with it
+         * (PR_SET_PDEATHSIG). It is reaped if it already has. */
         safe_close(c->inject.fd);
         safe_close(c->read.fd);
         safe_close(c->fd);
@@ -249,8 +249,8 @@ static int channel_call(InjectorClient *c, Channel *ch, InjectorRequest *req, in
                 if (r == 0) {
                         uint64_t now = now_usec(CLOCK_MONOTONIC);
                         if (give_up && now >= give_up) {
-                                /* The daemon is stopping: the worker ends its
-                                 * bounded work by itself and exits at EOF. */
+                                /* The daemon is stopping: the worker ends with
+                                 * the supervisor, which ends with us. */
                                 r = -ECANCELED;
                                 break;
                         }

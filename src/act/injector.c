@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -571,6 +572,12 @@ static Child *child_slot(void) {
  * its own (the parent's fds are gone). */
 static Root *child_setup(int a, int b) {
         Root *root = NULL;
+        /* Dies with the supervisor, which dies with the daemon: no tracer
+         * outlives the daemon (a SIGKILLed daemon leaves its targets as
+         * before, detached by the kernel, their signal frames bringing them
+         * home; inject.h). */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != supervisor_pid)
+                _exit(EXIT_FAILURE);
         int fa = fcntl(a, F_DUPFD_CLOEXEC, 100), fb = b >= 0 ? fcntl(b, F_DUPFD_CLOEXEC, 101) : -EBADF;
         if (fa < 0 || dup2(fa, 3) < 0 || (fb >= 0 && dup2(fb, 4) < 0))
                 _exit(EXIT_FAILURE);
@@ -715,6 +722,10 @@ int injector_main(int fd, const char *root_prefix) {
         root_prefix_arg = root_prefix;
         daemon_pid = getppid();
         supervisor_pid = getpid();
+        /* Set after the exec (which would not keep it for a binary that
+         * gains capabilities); a daemon already gone is noticed at once. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || daemon_pid == 1)
+                return EXIT_FAILURE;
         for (size_t i = 0; i < ELEMENTSOF(children); i++)
                 children[i].ctl = -EBADF;
         sigset_t all;
@@ -779,7 +790,7 @@ int injector_main(int fd, const char *root_prefix) {
                 _cleanup_close_ int extra = -EBADF;
                 int m = injector_recv(fd, &req, sizeof req, &extra);
                 if (m == 0 || (m < 0 && m != -EBADMSG))
-                        return EXIT_SUCCESS; /* the daemon is gone; workers see it too and end */
+                        return EXIT_SUCCESS; /* the daemon is gone; the workers die with us (PR_SET_PDEATHSIG) */
                 InjectorReply rep = { .magic = INJECTOR_MAGIC };
                 if (m > 0)
                         rep.seq = req.seq;
