@@ -10,6 +10,7 @@
  * mergeable while nothing else runs ksmd merges nothing), so no lock. */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -345,6 +346,55 @@ static void test_read(void **state) {
         assert_int_equal(rep.error, ESRCH);
 }
 
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* Figures, not assertions: what a round trip through a worker costs. */
+static void test_figures(void **state) {
+        enum { N_READ = 500, N_INJECT = 100 };
+        static uint64_t t[N_READ];
+        InjectorRequest req = { .op = INJECTOR_OP_READ_EXE, .pid = getpid(), .start_time_ticks = start_time(getpid()) };
+        InjectorReply rep;
+        for (size_t i = 0; i < N_READ; i++) {
+                uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+                assert_int_equal(request(read_fd, &req, -1, &rep, NULL), sizeof rep);
+                t[i] = now_usec(CLOCK_MONOTONIC) - t0;
+        }
+        qsort(t, N_READ, sizeof *t, cmp_u64);
+        printf("read exe through the read worker: median %" PRIu64 " us, p99 %" PRIu64 " us\n", t[N_READ / 2],
+               t[N_READ * 99 / 100]);
+        pid_t p = sleeper();
+        static uint64_t w[N_INJECT], total[N_INJECT];
+        for (size_t i = 0; i < N_INJECT; i++) {
+                uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+                inject(p, i % 2 ? MERGE_ACTION_DISABLE : MERGE_ACTION_ENABLE, &rep);
+                w[i] = now_usec(CLOCK_MONOTONIC) - t0;
+                total[i] = rep.total_usec;
+                assert_int_equal(rep.error, 0);
+        }
+        qsort(w, N_INJECT, sizeof *w, cmp_u64);
+        qsort(total, N_INJECT, sizeof *total, cmp_u64);
+        printf("injection through the inject worker: round trip median %" PRIu64 " us (p99 %" PRIu64
+               " us), of which inject_syscalls() median %" PRIu64 " us\n",
+               w[N_INJECT / 2], w[N_INJECT * 99 / 100], total[N_INJECT / 2]);
+        /* A filtered target: the seccomp reader is forked and stops each thread. */
+        pid_t f = filtered(false);
+        for (size_t i = 0; i < 20; i++) {
+                uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+                inject(f, i % 2 ? MERGE_ACTION_DISABLE : MERGE_ACTION_ENABLE, &rep);
+                w[i] = now_usec(CLOCK_MONOTONIC) - t0;
+                assert_int_equal(rep.error, 0);
+        }
+        qsort(w, 20, sizeof *w, cmp_u64);
+        printf("injection into a filtered target (filter read by a seccomp reader): median %" PRIu64 " us\n", w[10]);
+        kill(p, SIGKILL);
+        kill(f, SIGKILL);
+        waitpid(p, NULL, 0);
+        waitpid(f, NULL, 0);
+}
+
 /* Killing a worker: the supervisor notices, a new one serves. */
 static void test_kill_worker(void **state) {
         InjectorRequest req = { .op = INJECTOR_OP_KILL, .pid = inject_pid };
@@ -368,6 +418,7 @@ int main(void) {
                 cmocka_unit_test(test_inject),
                 cmocka_unit_test(test_seccomp),
                 cmocka_unit_test(test_read),
+                cmocka_unit_test(test_figures),
                 cmocka_unit_test(test_kill_worker),
         };
         if (geteuid() != 0) {
