@@ -588,28 +588,30 @@ static Root *child_setup(int a, int b) {
         return root;
 }
 
-static void supervisor_spawn(int sock, const InjectorRequest *req, InjectorReply *rep) {
+/* Starts a worker; its socket goes with the reply, which is sent here when
+ * it succeeds (returns true) and left to the caller otherwise. */
+static bool supervisor_spawn(int sock, const InjectorRequest *req, InjectorReply *rep) {
         int sp[2], ctl[2] = { -EBADF, -EBADF };
         InjectorRole role = (InjectorRole) req->arg;
         Child *c = child_slot();
 
         if (role != INJECTOR_ROLE_INJECT && role != INJECTOR_ROLE_READ) {
                 reply_set(rep, INJECTOR_REFUSED, EINVAL, "no such role %u", req->arg);
-                return;
+                return false;
         }
         if (!c) {
                 reply_set(rep, INJECTOR_REFUSED, EAGAIN, "too many workers");
-                return;
+                return false;
         }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0) {
                 reply_set(rep, INJECTOR_FAILED, errno, "socketpair failed");
-                return;
+                return false;
         }
         if (role == INJECTOR_ROLE_INJECT && socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ctl) < 0) {
                 reply_set(rep, INJECTOR_FAILED, errno, "socketpair failed");
                 safe_close(sp[0]);
                 safe_close(sp[1]);
-                return;
+                return false;
         }
         pid_t pid = fork();
         if (pid == 0) {
@@ -622,14 +624,14 @@ static void supervisor_spawn(int sock, const InjectorRequest *req, InjectorReply
                 reply_set(rep, INJECTOR_FAILED, errno, "fork failed");
                 safe_close(sp[0]);
                 safe_close(ctl[0]);
-                return;
+                return false;
         }
         *c = (Child) { .pid = pid, .role = role, .ctl = ctl[0] };
         rep->pid = pid;
         reply_set(rep, INJECTOR_DONE, 0, "started");
         (void) injector_send(sock, rep, sizeof *rep, sp[0]);
         safe_close(sp[0]);
-        rep->magic = 0; /* sent */
+        return true;
 }
 
 /* A worker asks for the filters of a process: a reader answers it on a
@@ -799,15 +801,16 @@ int injector_main(int fd, const char *root_prefix) {
                 else {
                         rep.op = req.op;
                         rep.seq = req.seq;
-                        if (req.op == INJECTOR_OP_SPAWN)
-                                supervisor_spawn(fd, &req, &rep);
-                        else if (req.op == INJECTOR_OP_KILL)
+                        if (req.op == INJECTOR_OP_SPAWN) {
+                                if (supervisor_spawn(fd, &req, &rep))
+                                        continue;
+                        } else if (req.op == INJECTOR_OP_KILL)
                                 supervisor_kill(&req, &rep);
                         else
                                 reply_set(&rep, INJECTOR_REFUSED, EOPNOTSUPP,
                                           "operation %u is not served by the supervisor", req.op);
                 }
-                if (rep.magic && injector_send(fd, &rep, sizeof rep, -1) < 0)
+                if (injector_send(fd, &rep, sizeof rep, -1) < 0)
                         return EXIT_SUCCESS;
         }
 }
