@@ -54,7 +54,7 @@ cp "$KSM_INJECT_TARGET" "$tmp/ksmt2-late"
 cat > "$tmp/policy.d/50-qemu.policy" <<POL
 [Match]
 Exe=*/qemu-system-x86_64
-Cmdline=*ksmt2-injector-test*
+Cmdline=*ksmtuned2-injector.*
 [Merge]
 Mode=always
 Method=inject
@@ -75,10 +75,13 @@ CONF
 
 # A QEMU as libvirt starts it with <seccomp_sandbox>: -sandbox on. -S: its
 # vCPU never runs, so it idles; the monitor on a socket proves it still works.
-qemu-system-x86_64 -name ksmt2-injector-test -sandbox on -machine pc,mem-merge=off -m 64 -S -nodefaults \
+qemu-system-x86_64 -sandbox on -machine pc,mem-merge=off -m 64 -S -nodefaults \
         -display none -monitor unix:"$tmp/mon",server=on,wait=off -serial none > "$tmp/qemu.log" 2>&1 &
 qemu_pid=$!
-wait_for 30 test "$(field $qemu_pid Seccomp)" = 2 || fail "QEMU did not install its seccomp filter"
+# QEMU installs its filter late in its start-up, which on a loaded machine
+# took over 30 s once.
+wait_for 90 test "$(field $qemu_pid Seccomp)" = 2 ||
+        fail "QEMU did not install its seccomp filter (state $(cut -d' ' -f3 /proc/$qemu_pid/stat 2>/dev/null), wchan $(cat /proc/$qemu_pid/wchan 2>/dev/null)): $(cat "$tmp/qemu.log")"
 [ "$(merge_any $qemu_pid)" = no ] || fail "QEMU merges before the daemon runs"
 grep -q "ksm_mergeable: no" /proc/$qemu_pid/ksm_stat || fail "QEMU marked ranges mergeable despite mem-merge=off"
 
