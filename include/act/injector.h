@@ -43,6 +43,11 @@
 
 #define INJECTOR_MAGIC UINT32_C(0x6b736d69) /* "ksmi" */
 #define INJECTOR_SECCOMP_READER_SOCKET "/run/ksmtuned2-seccomp-reader.socket"
+/* Under systemd the supervisor is a service of its own
+ * (ksmtuned2-injector.socket), so that ksmtuned2.service needs neither
+ * CAP_SYS_PTRACE nor ptrace(2); the daemon connects to it when it exists and
+ * forks its own supervisor only when it does not. */
+#define INJECTOR_SOCKET "/run/ksmtuned2-injector.socket"
 
 typedef enum InjectorRole {
         INJECTOR_ROLE_INJECT = 1,
@@ -90,6 +95,7 @@ typedef struct InjectorReply {
         uint64_t pause_usec;
         uint64_t total_usec;
         int32_t pid;                    /* SPAWN: the worker's pid */
+        int32_t supervisor_pid;         /* every reply of the supervisor: its own pid */
         uint32_t data_len;
         char reason[160];
         char data[4096];                /* READ: the file's text or the link's target */
@@ -104,7 +110,8 @@ int seccomp_reader_main(int fd);
 /* The daemon's side. */
 typedef struct InjectorClient InjectorClient;
 
-/* Forks and execs the supervisor; call before any thread exists. */
+/* Connects to INJECTOR_SOCKET (root_prefix NULL), or forks and execs the
+ * supervisor; call before any thread exists. */
 int injector_client_spawn(const char *root_prefix, InjectorClient **ret);
 InjectorClient *injector_client_free(InjectorClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(InjectorClient *, injector_client_free);

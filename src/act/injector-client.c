@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,7 +43,8 @@ typedef struct Channel {
 struct InjectorClient {
         pthread_mutex_t lock;           /* the supervisor's socket */
         int fd;
-        pid_t pid;
+        pid_t pid;                      /* 0 until known (the service's: from its first reply) */
+        bool service;                   /* ksmtuned2-injector.service: systemd starts it again */
         uint64_t seq;
         bool gone_logged;
         Channel inject, read;
@@ -52,8 +54,57 @@ static const char *role_name(InjectorRole r) {
         return r == INJECTOR_ROLE_INJECT ? "inject" : "read";
 }
 
+/* The supervisor of ksmtuned2-injector.service: a connection and its pid,
+ * or -errno (-ENOENT, -ECONNREFUSED: not there). */
+static int connect_service(int *ret_pid) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = INJECTOR_SOCKET };
+        _cleanup_close_ int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+        struct ucred cred;
+        socklen_t l = sizeof cred;
+        if (fd < 0 || connect(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                return negative_errno();
+        /* systemd accepts for the service: the peer's credentials are the
+         * socket unit's until the service takes it; the pid is learnt from
+         * the first reply. */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 || cred.uid != 0)
+                return -EPERM;
+        *ret_pid = 0;
+        return TAKE_FD(fd);
+}
+
+static InjectorClient *client_new(int fd, pid_t pid, bool service) {
+        InjectorClient *c = calloc(1, sizeof *c);
+        if (!c)
+                return NULL;
+        pthread_mutex_init(&c->lock, NULL);
+        c->fd = fd;
+        c->pid = pid;
+        c->service = service;
+        c->inject = (Channel) { .role = INJECTOR_ROLE_INJECT, .fd = -EBADF };
+        c->read = (Channel) { .role = INJECTOR_ROLE_READ, .fd = -EBADF };
+        pthread_mutex_init(&c->inject.lock, NULL);
+        pthread_mutex_init(&c->read.lock, NULL);
+        return c;
+}
+
 int injector_client_spawn(const char *root_prefix, InjectorClient **ret) {
         int sp[2];
+        if (isempty(root_prefix)) {
+                int service_pid;
+                int fd = connect_service(&service_pid);
+                if (fd >= 0) {
+                        InjectorClient *c = client_new(fd, service_pid, true);
+                        if (!c) {
+                                safe_close(fd);
+                                return -ENOMEM;
+                        }
+                        *ret = c;
+                        return 0;
+                }
+                if (fd != -ENOENT && fd != -ECONNREFUSED)
+                        log_warning_errno(fd, "Cannot connect to %s, starting an injector of our own: %m",
+                                          INJECTOR_SOCKET);
+        }
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
                 return negative_errno();
         pid_t pid = fork();
@@ -79,18 +130,11 @@ int injector_client_spawn(const char *root_prefix, InjectorClient **ret) {
                 _exit(127);
         }
         safe_close(sp[1]);
-        InjectorClient *c = calloc(1, sizeof *c);
+        InjectorClient *c = client_new(sp[0], pid, false);
         if (!c) {
                 safe_close(sp[0]);
                 return -ENOMEM;
         }
-        pthread_mutex_init(&c->lock, NULL);
-        c->fd = sp[0];
-        c->pid = pid;
-        c->inject = (Channel) { .role = INJECTOR_ROLE_INJECT, .fd = -EBADF };
-        c->read = (Channel) { .role = INJECTOR_ROLE_READ, .fd = -EBADF };
-        pthread_mutex_init(&c->inject.lock, NULL);
-        pthread_mutex_init(&c->read.lock, NULL);
         *ret = c;
         return 0;
 }
@@ -103,7 +147,8 @@ InjectorClient *injector_client_free(InjectorClient *c) {
         safe_close(c->inject.fd);
         safe_close(c->read.fd);
         safe_close(c->fd);
-        (void) waitpid(c->pid, NULL, WNOHANG);
+        if (!c->service)
+                (void) waitpid(c->pid, NULL, WNOHANG);
         pthread_mutex_destroy(&c->inject.lock);
         pthread_mutex_destroy(&c->read.lock);
         pthread_mutex_destroy(&c->lock);
@@ -124,6 +169,17 @@ static int supervisor_call(InjectorClient *c, InjectorOp op, int pid, uint32_t a
         pthread_mutex_lock(&c->lock);
         req.seq = ++c->seq;
         r = c->fd < 0 ? -EPIPE : injector_send(c->fd, &req, sizeof req, -1);
+        if (r < 0 && c->service) {
+                /* The service ended (a crash, or it was killed): systemd
+                 * starts a new one at this connection. */
+                int service_pid;
+                safe_close(c->fd);
+                c->fd = connect_service(&service_pid);
+                if (c->fd >= 0) {
+                        log_notice("Reconnected to the injector service at %s.", INJECTOR_SOCKET);
+                        r = injector_send(c->fd, &req, sizeof req, -1);
+                }
+        }
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + SUPERVISOR_BUDGET_USEC;
         while (r >= 0) {
                 r = injector_wait_readable(c->fd, deadline);
@@ -138,9 +194,12 @@ static int supervisor_call(InjectorClient *c, InjectorOp op, int pid, uint32_t a
                         break;
                 fd = safe_close(fd); /* a reply to a request given up on */
         }
+        if (r >= 0 && c->service && rep->supervisor_pid > 0)
+                c->pid = rep->supervisor_pid;
         if (r < 0 && r != -EBADMSG && c->fd >= 0) {
                 c->fd = safe_close(c->fd);
-                (void) waitpid(c->pid, NULL, WNOHANG);
+                if (!c->service)
+                        (void) waitpid(c->pid, NULL, WNOHANG);
                 if (!c->gone_logged)
                         log_error_errno(r, "Injector supervisor (pid %d) is gone or hung (%m): no injection and "
                                            "no ptrace-only reads (exe, ksmd's wchan) until the daemon restarts.",

@@ -23,6 +23,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <systemd/sd-daemon.h>
+
 #include "injector-msg.h"
 #include "injector.h"
 #include "log.h"
@@ -719,15 +721,36 @@ static void supervisor_kill(const InjectorRequest *req, InjectorReply *rep) {
 }
 
 int injector_main(int fd, const char *root_prefix) {
+        _cleanup_close_ int conn = -EBADF;
         int r;
 
         root_prefix_arg = root_prefix;
-        daemon_pid = getppid();
         supervisor_pid = getpid();
-        /* Set after the exec (which would not keep it for a binary that
-         * gains capabilities); a daemon already gone is noticed at once. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || daemon_pid == 1)
-                return EXIT_FAILURE;
+        if (sd_listen_fds(true) == 1) {
+                /* ksmtuned2-injector.service: systemd passes the listening
+                 * socket; one daemon is served, and at its EOF we exit, to be
+                 * started again at its next connection. */
+                fd = SD_LISTEN_FDS_START;
+                do
+                        conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+                while (conn < 0 && errno == EINTR);
+                struct ucred cred;
+                socklen_t l = sizeof cred;
+                if (conn < 0 || getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0 || cred.uid != 0) {
+                        log_error("injector: no connection from root, exiting.");
+                        return EXIT_FAILURE;
+                }
+                fd = safe_close(fd);
+                fd = conn;
+                daemon_pid = cred.pid;
+        } else {
+                /* Forked and exec'd by the daemon, on fd 3. Set after the exec
+                 * (which would not keep it for a binary that gains
+                 * capabilities); a daemon already gone is noticed at once. */
+                daemon_pid = getppid();
+                if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || daemon_pid == 1)
+                        return EXIT_FAILURE;
+        }
         for (size_t i = 0; i < ELEMENTSOF(children); i++)
                 children[i].ctl = -EBADF;
         sigset_t all;
@@ -793,7 +816,7 @@ int injector_main(int fd, const char *root_prefix) {
                 int m = injector_recv(fd, &req, sizeof req, &extra);
                 if (m == 0 || (m < 0 && m != -EBADMSG))
                         return EXIT_SUCCESS; /* the daemon is gone; the workers die with us (PR_SET_PDEATHSIG) */
-                InjectorReply rep = { .magic = INJECTOR_MAGIC };
+                InjectorReply rep = { .magic = INJECTOR_MAGIC, .supervisor_pid = supervisor_pid };
                 if (m > 0)
                         rep.seq = req.seq;
                 if (m < 0 || req.magic != INJECTOR_MAGIC)

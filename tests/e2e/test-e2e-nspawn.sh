@@ -263,20 +263,18 @@ wait_knob max_page_sharing $mps1
 main=$(inside systemctl show -P MainPID ksmtuned2)
 status=$(inside cat /proc/"$main"/status)
 field() { printf '%s\n' "$status" | awk -v f="$1:" '$1 == f { print $2 }'; }
-# cap_dac_read_search alone: cap_sys_ptrace is the injector's. The unit
-# bounds out cap_sys_nice whatever the kernel offers, and without
-# cap_setpcap the bounding set stays the unit's (no_new_privs and the filter,
-# which refuses execve, keep the daemon from regaining anything in it).
-kept=0000000000080004
-[ "$(field CapEff)" = 0000000000000004 ] || fail "CapEff=$(field CapEff), want 0000000000000004"
-[ "$(field CapPrm)" = 0000000000000004 ] || fail "CapPrm=$(field CapPrm), want 0000000000000004"
+# cap_dac_read_search alone: cap_sys_ptrace is ksmtuned2-injector.service's.
+# The unit bounds out cap_sys_nice whatever the kernel offers.
+kept=0000000000000004
+[ "$(field CapEff)" = $kept ] || fail "CapEff=$(field CapEff), want $kept"
+[ "$(field CapPrm)" = $kept ] || fail "CapPrm=$(field CapPrm), want $kept"
 [ "$(field CapBnd)" = $kept ] || fail "CapBnd=$(field CapBnd), want $kept"
 [ "$(field Seccomp)" = 2 ] || fail "no seccomp filter"
 [ "$(field NoNewPrivs)" = 1 ] || fail "no_new_privs not set"
-supervisor=$(inside cat /proc/"$main"/task/"$main"/children | awk '{ print $1 }')
-inside grep -q -- --injector /proc/"$supervisor"/cmdline 2>/dev/null || fail "no injector supervisor under pid $main"
+[ "$(inside systemctl is-active ksmtuned2-injector.service)" = active ] || fail "ksmtuned2-injector.service is not active"
+supervisor=$(inside systemctl show -P MainPID ksmtuned2-injector.service)
 sup_eff=$(inside awk '$1 == "CapEff:" { print $2 }' /proc/"$supervisor"/status)
-[ "$sup_eff" = $kept ] || fail "injector supervisor CapEff=$sup_eff, want $kept"
+[ "$sup_eff" = 0000000000080004 ] || fail "injector supervisor CapEff=$sup_eff, want 0000000000080004"
 echo "enable --now: active, pid $main with CapEff=$(field CapEff), seccomp, no_new_privs; injector $supervisor CapEff=$sup_eff"
 for _ in $(seq 100); do inside test -s $PROM && break; sleep 0.1; done
 [ "$(inside stat -c %a $PROM 2>/dev/null)" = 644 ] || fail "no metrics file $PROM readable by node_exporter"
@@ -583,6 +581,8 @@ for f in /etc/ksmtuned2 /run/ksmtuned2 /lib/systemd/system/ksmtuned2.service /us
          /etc/systemd/system/multi-user.target.wants/ksmtuned2.service /etc/systemd/system/dbus-org.ksmtuned2.service \
          /lib/systemd/system-generators/ksmtuned2-generator /run/systemd/generator/ksmtuned2.service.d \
          /lib/systemd/system/ksmtuned2-seccomp-reader.socket /lib/systemd/system/ksmtuned2-seccomp-reader@.service \
+         /lib/systemd/system/ksmtuned2-injector.socket /lib/systemd/system/ksmtuned2-injector.service \
+         /etc/systemd/system/sockets.target.wants/ksmtuned2-injector.socket /run/ksmtuned2-injector.socket \
          /etc/systemd/system/sockets.target.wants/ksmtuned2-seccomp-reader.socket /run/ksmtuned2-seccomp-reader.socket; do
         inside test -e $f -o -L $f && fail "purge left $f"
 done
