@@ -105,8 +105,11 @@ for set in CapEff CapPrm CapBnd; do
         has_cap "$v" 19 && fail "the daemon still has CAP_SYS_PTRACE in $set ($v)"
 done
 log_has "Sandbox: kept capabilities cap_dac_read_search," || fail "daemon keeps more than cap_dac_read_search"
-supervisor=$(children $daemon_pid)
-[ -n "$supervisor" ] && grep -q -- --injector /proc/$supervisor/cmdline || fail "no injector supervisor"
+supervisor=
+for c in $(children $daemon_pid); do
+        tr '\0' ' ' < /proc/$c/cmdline 2>/dev/null | grep -q -- --injector && supervisor=$c
+done
+[ -n "$supervisor" ] || fail "no injector supervisor among the daemon's children ($(children $daemon_pid))"
 echo "daemon: CapEff $(field $daemon_pid CapEff), CapPrm $(field $daemon_pid CapPrm); supervisor $supervisor"
 
 # 2. QEMU merged through its filter, and still fine.
