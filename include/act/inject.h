@@ -9,6 +9,8 @@
 #include "process.h"
 #include "root.h"
 
+struct sock_filter;
+
 /* Runs a few system calls inside another, live process with ptrace
  * (x86-64 only): the only way to reach PR_SET_MEMORY_MERGE, which is per mm
  * and settable only by the process itself, on a stock kernel.
@@ -117,6 +119,16 @@ typedef struct InjectOptions {
                                          * must still be it (-ESTALE) */
         bool allow_privileged;          /* InjectPrivileged=yes: also a process that is not dumpable or runs
                                          * with more than its owner's credentials (else -EPERM) */
+        /* Where a thread's filters come from when this process cannot read
+         * them itself (PTRACE_SECCOMP_GET_FILTER needs CAP_SYS_ADMIN and a
+         * caller without a filter of its own; the injector process has
+         * neither, injector.h): returns the number of instructions of
+         * filter idx of thread tid (the thread is stopped when asked) and
+         * points *ret_prog at them, -ENOENT past its last filter, another
+         * -errno when unknown (refused as a filter that cannot be read).
+         * NULL: read with ptrace. */
+        long (*get_filter)(int tid, unsigned long idx, const struct sock_filter **ret_prog, void *userdata);
+        void *filter_userdata;
         void (*phase_hook)(InjectPhase phase, void *userdata);
         void *userdata;
 } InjectOptions;

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "inject.h"
 #include "macro.h"
 #include "merge-method.h"
 #include "plan.h"
@@ -159,7 +160,38 @@ typedef struct MergeContext {
         bool inject_seccomp;            /* InjectIntoSeccomp=: inject into Seccomp: 2 processes */
         uint64_t stop_timeout_usec;     /* for inject; 0: its default */
         const _Atomic uint64_t *give_up_usec; /* for inject: no wait past it (InjectOptions); NULL */
+        /* Method=inject through the injector process (injector.h); NULL:
+         * in this process, which then needs CAP_SYS_PTRACE. */
+        struct InjectorClient *injector;
+        /* For injection in this process: where seccomp filters come from
+         * (InjectOptions.get_filter); NULL: PTRACE_SECCOMP_GET_FILTER. */
+        long (*get_filter)(int tid, unsigned long idx, const struct sock_filter **ret_prog, void *userdata);
+        void *filter_userdata;
 } MergeContext;
+
+/* One injection, as plain values (the injector's request carries it): an
+ * exact list of ranges to mark or unmark (MergeRestoreBook), or else
+ * prctl/madvise as below; the identity the target must still have
+ * (ProcessIdentity) and whether its policy allows a privileged one. More
+ * ranges than fit go in several injections. */
+#define MERGE_INJECT_RANGES_MAX 64
+typedef struct MergeInjectJob {
+        MergeAction action;
+        int merge_any;                  /* ksm_stat's ksm_merge_any as read before (-1 unknown) */
+        ProcessIdentity expect;
+        bool allow_privileged;          /* InjectPrivileged=yes */
+        uint32_t n_ranges;              /* > 0: madvise exactly these [start, end) */
+        uint64_t ranges[MERGE_INJECT_RANGES_MAX][2];
+} MergeInjectJob;
+
+/* Method=inject in this process: prctl(PR_SET_MEMORY_MERGE) for an enable
+ * or a process with ksm_merge_any set (merge_any == 1), else
+ * madvise(MADV_UNMERGEABLE) over the ranges it marked itself. 0 when every
+ * injected call succeeded; -errno as inject_syscalls() refuses, or the
+ * failing call's errno with *ret_call_failed set (the reason in stats).
+ * The injector's inject worker runs this; the daemon only with Sandbox=no. */
+int merge_inject_local(const MergeContext *c, int pidfd, int pid, int pid_dirfd, const MergeInjectJob *job,
+                       InjectStats *stats, bool *ret_call_failed);
 
 /* Carries out one action. Returns 0 (the outcome says what happened) or
  * -ENOMEM. */

@@ -13,16 +13,19 @@
  * with TSYNC), including threads started before. */
 
 /* What the running daemon still needs beyond observing (which always keeps
- * CAP_SYS_PTRACE and CAP_DAC_READ_SEARCH, see src/act/sandbox.c). */
+ * CAP_DAC_READ_SEARCH, see src/act/sandbox.c). */
 typedef struct SandboxNeeds {
+        bool ptrace;            /* injects and reads exe/wchan itself, no injector process (injector.h):
+                                 * CAP_SYS_PTRACE, ptrace(2) (PTRACE_POKEDATA), tgkill(2) of others */
         bool remote_madvise;    /* process_madvise() on other mms: CAP_SYS_NICE */
         bool taskstats;         /* taskstats queries after start-up: CAP_NET_ADMIN */
         long process_ksm_nrs[3]; /* out-of-tree process_ksm_* system calls to allow, -1 for none */
 } SandboxNeeds;
 
 /* From what the kernel offers: remote MADV_MERGEABLE only where the probe
- * found it works, the process_ksm numbers the kernel publishes. Injection
- * needs nothing beyond CAP_SYS_PTRACE (it writes with PTRACE_POKEDATA). */
+ * found it works, the process_ksm numbers the kernel publishes; ptrace set
+ * (the caller clears it once the injector runs). Injection needs nothing
+ * beyond CAP_SYS_PTRACE (it writes with PTRACE_POKEDATA). */
 void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret);
 
 /* Capability mask (bit n = capability n) that needs keeps. */
@@ -39,6 +42,10 @@ int sandbox_drop_capabilities(uint64_t keep_mask);
  * (KSMTUNED2_SECCOMP_FATAL=1, set by the test suites) the line is followed
  * by _exit(159). */
 int sandbox_load_seccomp(const SandboxNeeds *needs, bool fatal);
+
+/* The filter of an injector worker (injector.h; role 1 inject, 2 read):
+ * its own, far shorter list; refusals as for the daemon. */
+int sandbox_load_injector_seccomp(int role, bool fatal);
 
 /* Under valgrind, which follows neither seccomp nor libpsx, the sandbox is skipped. */
 bool sandbox_running_on_valgrind(void);

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "macro.h"
 
@@ -31,6 +33,15 @@ typedef struct Root {
         int ksm_fd;             /* <sys>/kernel/mm/ksm, -EBADF when KSM is absent */
         int cgroup2_fd;         /* -EBADF when absent */
         int tracefs_fd;         /* -EBADF when absent */
+
+        /* Files the kernel shows only to a reader with CAP_SYS_PTRACE (the
+         * exe link, wchan), once this process has given that up: answered
+         * by the injector's read worker (injector.h), which checks the
+         * start time (0: unchecked). Returns the length read or -errno.
+         * NULL: read directly. */
+        int (*ptrace_read)(void *userdata, int pid, uint64_t start_time_ticks, const char *name, char *buf,
+                           size_t size);
+        void *ptrace_read_userdata;
 } Root;
 
 /* prefix NULL or "" or "/" opens the real system. Fails only when proc or sys

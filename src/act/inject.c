@@ -784,20 +784,31 @@ static bool check_one(const struct sock_filter *prog, size_t len, long nr, const
  * Reading filters needs CAP_SYS_ADMIN (PTRACE_SECCOMP_GET_FILTER); a filter
  * we cannot read counts as one that may kill. */
 static int check_filters(Injector *j, const InjectSyscall *calls, size_t n, InjectStats *s) {
-        _cleanup_free_ struct sock_filter *prog = NULL;
+        _cleanup_free_ struct sock_filter *prog_buf = NULL;
         for (unsigned long idx = 0;; idx++) {
-                long len = ptrace((enum __ptrace_request) K_PTRACE_SECCOMP_GET_FILTER, j->tid, (void *) idx, NULL);
+                const struct sock_filter *prog;
+                long len;
+                if (j->o->get_filter) {
+                        len = j->o->get_filter(j->tid, idx, &prog, j->o->filter_userdata);
+                        if (len < 0)
+                                errno = (int) -len;
+                } else
+                        len = ptrace((enum __ptrace_request) K_PTRACE_SECCOMP_GET_FILTER, j->tid, (void *) idx, NULL);
                 if (len < 0 && errno == ENOENT && idx > 0)
                         return 0;
                 if (len <= 0)
                         return refuse(s, -EACCES, "seccomp filter that cannot be read (%s; InjectIntoSeccomp=no)",
                                       strerrorname_np(errno) ?: "?");
-                free(prog);
-                prog = calloc((size_t) len, sizeof *prog);
-                if (!prog)
-                        return -ENOMEM;
-                if (ptrace((enum __ptrace_request) K_PTRACE_SECCOMP_GET_FILTER, j->tid, (void *) idx, prog) != len)
-                        return refuse(s, -EACCES, "seccomp filter that cannot be read (InjectIntoSeccomp=no)");
+                if (!j->o->get_filter) {
+                        free(prog_buf);
+                        prog_buf = calloc((size_t) len, sizeof *prog_buf);
+                        if (!prog_buf)
+                                return -ENOMEM;
+                        if (ptrace((enum __ptrace_request) K_PTRACE_SECCOMP_GET_FILTER, j->tid, (void *) idx,
+                                   prog_buf) != len)
+                                return refuse(s, -EACCES, "seccomp filter that cannot be read (InjectIntoSeccomp=no)");
+                        prog = prog_buf;
+                }
                 uint32_t act;
                 for (size_t i = 0; i < n; i++)
                         if (!check_one(prog, (size_t) len, calls[i].nr, calls[i].args, j->g_syscall + 2, &act))

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "inject.h"
+#include "injector.h"
 #include "log.h"
 #include "merge.h"
 #include "proc-maps.h"
@@ -171,26 +172,26 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a, const MapL
         return r;
 }
 
-static int do_inject(const MergeContext *c, int pidfd, int pid_dirfd, const ProcessAction *pa, const ProcKsmStat *f,
-                     const MapList *exact, InjectStats *stats, bool *ret_call_failed) {
-        MergeAction a = pa->action;
+int merge_inject_local(const MergeContext *c, int pidfd, int pid, int pid_dirfd, const MergeInjectJob *job,
+                       InjectStats *stats, bool *ret_call_failed) {
+        MergeAction a = job->action;
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
 
-        if (exact && exact->n > 0 && (a == MERGE_ACTION_ENABLE || f->merge_any != 1)) {
+        if (job->n_ranges > 0) {
                 /* Exactly the ranges the process had marked: taken out
                  * (DISABLE), or given back (a readmission). */
-                calls = calloc(exact->n, sizeof *calls);
+                calls = calloc(job->n_ranges, sizeof *calls);
                 if (!calls)
                         return -ENOMEM;
-                for (size_t i = 0; i < exact->n; i++)
+                for (size_t i = 0; i < MIN(job->n_ranges, (uint32_t) MERGE_INJECT_RANGES_MAX); i++)
                         calls[n++] = (InjectSyscall) {
                                 .nr = SYS_madvise,
-                                .args = { exact->ranges[i].start, exact->ranges[i].end - exact->ranges[i].start,
+                                .args = { job->ranges[i][0], job->ranges[i][1] - job->ranges[i][0],
                                           a == MERGE_ACTION_ENABLE ? MADV_MERGEABLE : MADV_UNMERGEABLE },
                         };
-        } else if (a == MERGE_ACTION_ENABLE || f->merge_any == 1) {
+        } else if (a == MERGE_ACTION_ENABLE || job->merge_any == 1) {
                 calls = calloc(1, sizeof *calls);
                 if (!calls)
                         return -ENOMEM;
@@ -232,10 +233,12 @@ static int do_inject(const MergeContext *c, int pidfd, int pid_dirfd, const Proc
                 .stop_timeout_usec = c->stop_timeout_usec,
                 .allow_seccomp = c->inject_seccomp,
                 .give_up_usec = c->give_up_usec,
-                .expect = pa->identity,
-                .allow_privileged = pa->inject_privileged,
+                .expect = job->expect,
+                .allow_privileged = job->allow_privileged,
+                .get_filter = c->get_filter,
+                .filter_userdata = c->filter_userdata,
         };
-        r = inject_syscalls(c->root, pidfd, pa->pid, calls, n, &o, stats);
+        r = inject_syscalls(c->root, pidfd, pid, calls, n, &o, stats);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -256,6 +259,45 @@ static int do_inject(const MergeContext *c, int pidfd, int pid_dirfd, const Proc
                 }
         }
         return 0;
+}
+
+/* Method=inject: in the injector process when there is one (the daemon
+ * holds no CAP_SYS_PTRACE: it checks the target again and injects), else
+ * here. Exact ranges go MERGE_INJECT_RANGES_MAX to an injection. */
+static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, const ProcessAction *a,
+                     const ProcKsmStat *f, const MapList *exact, uint64_t start_time_ticks, InjectStats *stats,
+                     bool *ret_call_failed) {
+        bool use_exact = exact && exact->n > 0 && (a->action == MERGE_ACTION_ENABLE || f->merge_any != 1);
+        size_t total = use_exact ? exact->n : 0, done = 0;
+        uint64_t paused = 0;
+        int r;
+
+        do {
+                MergeInjectJob job = {
+                        .action = a->action,
+                        .merge_any = f->merge_any,
+                        .expect = a->identity,
+                        .allow_privileged = a->inject_privileged,
+                };
+                for (; done < total && job.n_ranges < MERGE_INJECT_RANGES_MAX; done++, job.n_ranges++) {
+                        job.ranges[job.n_ranges][0] = exact->ranges[done].start;
+                        job.ranges[job.n_ranges][1] = exact->ranges[done].end;
+                }
+                if (c->injector) {
+                        InjectorResult res = {};
+                        r = injector_client_inject(c->injector, pidfd, pid, start_time_ticks, &job, c->inject_seccomp,
+                                                   c->stop_timeout_usec, c->give_up_usec, &res);
+                        if (r >= 0) {
+                                r = res.r;
+                                *stats = res.stats;
+                                *ret_call_failed = res.call_failed;
+                        }
+                } else
+                        r = merge_inject_local(c, pidfd, pid, pid_dirfd, &job, stats, ret_call_failed);
+                paused += stats->pause_usec;
+        } while (r >= 0 && done < total);
+        stats->pause_usec = paused;
+        return r;
 }
 
 static bool state_reached(MergeMethod m, MergeAction a, const ProcKsmStat *f, const MapList *exact) {
@@ -304,7 +346,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_remote_madvise(pidfd, pid_dirfd, a->action, exact);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid_dirfd, a, f, exact, &stats, &call_failed);
+                r = do_inject(c, pidfd, pid, pid_dirfd, a, f, exact, o->start_time_ticks, &stats, &call_failed);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:
@@ -424,6 +466,8 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                                           : "process exited");
                 return 0;
         }
+        /* The identity the injector checks again (an action may come without one). */
+        o->start_time_ticks = st.start_time_ticks;
         /* PID 1 again, whatever a plan says (classify leaves it alone):
          * everything depends on it, and a stop of it stalls the host. */
         if (proc_stat_is_kthread(&st) || a->pid == getpid() || a->pid == 1) {

@@ -51,10 +51,11 @@
  * - Remote process_madvise() checks CAP_SYS_NICE (mm/madvise.c), as does the
  *   out-of-tree process_ksm_enable(). */
 #define CAP_BIT(c) (UINT64_C(1) << (c))
-static const uint64_t always_kept = CAP_BIT(CAP_SYS_PTRACE) | CAP_BIT(CAP_DAC_READ_SEARCH);
+static const uint64_t always_kept = CAP_BIT(CAP_DAC_READ_SEARCH);
 
 void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret) {
         *ret = (SandboxNeeds) {
+                .ptrace = true,
                 .remote_madvise = p->process_madvise_remote_mergeable || p->process_ksm_syscall,
                 .taskstats = false,     /* no module queries taskstats after start-up yet */
                 .process_ksm_nrs = { -1, -1, -1 },
@@ -68,6 +69,8 @@ void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret) {
 
 uint64_t sandbox_keep_mask(const SandboxNeeds *needs) {
         uint64_t m = always_kept;
+        if (needs->ptrace)
+                m |= CAP_BIT(CAP_SYS_PTRACE);
         if (needs->remote_madvise)
                 m |= CAP_BIT(CAP_SYS_NICE);
         if (needs->taskstats)
@@ -156,7 +159,7 @@ static const char *const allow_list[] = {
         /* pthreads (ksmd sampler, readers with deadlines); libpsx */
         "set_robust_list", "get_robust_list", "rseq", "futex", "set_tid_address", "sched_yield",
         "sched_getaffinity", "exit", "exit_group", "gettid", "getpid", "getppid", "prlimit64",
-        "getrlimit", "prctl" /* thread names, PR_CAPBSET_READ */, "capget", "membarrier", "tgkill",
+        "getrlimit", "prctl" /* thread names, PR_CAPBSET_READ */, "capget", "membarrier",
         /* identity: sd-bus credentials, log, User= matching */
         "getuid", "geteuid", "getgid", "getegid", "getgroups", "getresuid", "getresgid", "uname",
         "sysinfo", "getrusage", "times",
@@ -166,18 +169,64 @@ static const char *const allow_list[] = {
         "sendmsg", "sendmmsg", "sendto", "recvmsg", "recvmmsg", "recvfrom", "shutdown",
         /* sd-journal passes large messages in a sealed memfd */
         "memfd_create",
-        /* actuators: pidfds, remote madvise, process_ksm; injection of prctl() with ptrace and
-         * waiting for the tracee (Method=inject) */
-        /* injection writes its fallback frame below the target's stack
-         * pointer with PTRACE_POKEDATA (inject.c, write_target) */
-        "pidfd_open", "process_madvise", "ptrace", "wait4", "waitid",
+        /* actuators: pidfds, remote madvise, process_ksm; reaping the injector */
+        "pidfd_open", "process_madvise", "wait4", "waitid",
+};
+
+/* Only while the daemon injects itself (SandboxNeeds.ptrace: Sandbox= on
+ * valgrind's terms, no injector): ptrace, waiting for the tracee, the
+ * fallback frame written below its stack pointer, and tgkill() re-sending
+ * to its thread the signals that arrived while it was held. Otherwise the
+ * injector process makes these calls (sandbox_load_injector_seccomp). */
+static const char *const ptrace_list[] = {
+        "ptrace", "tgkill",
+};
+
+/* The injector's workers (injector.h): what reading /proc, the protocol and
+ * malloc need. */
+static const char *const worker_list[] = {
+        "read", "write", "pread64", "close", "lseek", "fcntl", "newfstatat", "fstat", "statx",
+        "readlinkat", "getdents64", "faccessat", "faccessat2", "brk", "munmap", "mremap", "madvise",
+        "getrandom", "clock_gettime", "clock_nanosleep", "nanosleep", "poll", "ppoll", "recvmsg", "sendmsg",
+        "rt_sigaction", "rt_sigprocmask", "rt_sigreturn", "restart_syscall", "exit", "exit_group", "getpid",
+        "gettid", "getppid", "futex", "sched_yield",
 };
 
 unsigned sandbox_allow_list_size(void) {
         return (unsigned) ELEMENTSOF(allow_list);
 }
 
-static int add_argument_rules(scmp_filter_ctx ctx) {
+/* Memory that is writable and executable at once is never needed (the
+ * unit also sets MemoryDenyWriteExecute=). */
+static int add_wx_rules(scmp_filter_ctx ctx) {
+        const int protected_calls[] = { SCMP_SYS(mmap), SCMP_SYS(mprotect) };
+        int r = 0;
+        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(protected_calls); i++) {
+                const scmp_datum_t wx = PROT_WRITE | PROT_EXEC;
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, protected_calls[i], 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wx, 0));
+                if (r >= 0)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, protected_calls[i], 1,
+                                             SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_WRITE));
+                if (r >= 0)
+                        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, protected_calls[i], 1,
+                                             SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_EXEC));
+        }
+        return r;
+}
+
+static int add_list(scmp_filter_ctx ctx, const char *const *list, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                int nr = seccomp_syscall_resolve_name(list[i]);
+                if (nr == __NR_SCMP_ERROR || nr < 0)
+                        continue; /* not on this architecture (e.g. open on aarch64) */
+                int r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int add_argument_rules(scmp_filter_ctx ctx, const SandboxNeeds *needs) {
         int r;
 
         /* Only the socket families the unit allows (RestrictAddressFamilies=). */
@@ -201,19 +250,13 @@ static int add_argument_rules(scmp_filter_ctx ctx) {
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(kill), 1, SCMP_A1(SCMP_CMP_EQ, 0));
         if (r >= 0)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(pidfd_send_signal), 1, SCMP_A1(SCMP_CMP_EQ, 0));
-        /* Memory that is writable and executable at once is never needed (the
-         * unit also sets MemoryDenyWriteExecute=). */
-        const int protected_calls[] = { SCMP_SYS(mmap), SCMP_SYS(mprotect) };
-        for (size_t i = 0; r >= 0 && i < ELEMENTSOF(protected_calls); i++) {
-                const scmp_datum_t wx = PROT_WRITE | PROT_EXEC;
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, protected_calls[i], 1, SCMP_A2(SCMP_CMP_MASKED_EQ, wx, 0));
-                if (r >= 0)
-                        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, protected_calls[i], 1,
-                                             SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_WRITE));
-                if (r >= 0)
-                        r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, protected_calls[i], 1,
-                                             SCMP_A2(SCMP_CMP_MASKED_EQ, wx, PROT_EXEC));
-        }
+        /* Without injection of its own the daemon signals only its own
+         * threads (pthread_kill, raise, abort, libpsx): tgkill(getpid(), ...). */
+        if (r >= 0 && !(needs && needs->ptrace))
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+                                     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t) getpid()));
+        if (r >= 0)
+                r = add_wx_rules(ctx);
         return r;
 }
 
@@ -280,6 +323,25 @@ static void on_sigsys(int sig, siginfo_t *si, void *context) {
         errno = saved_errno;
 }
 
+/* The SIGSYS handler and what it needs, before a filter is loaded. */
+static int sigsys_prepare(bool fatal) {
+        for (int nr = 0; nr < MAX_SYSCALL_NR; nr++)
+                if (!syscall_names[nr])
+                        syscall_names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+        sigsys_fatal = fatal;
+        sigsys_journal = getenv("JOURNAL_STREAM") != NULL;
+        struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO | SA_RESTART };
+        sigemptyset(&sa.sa_mask);
+        if (sigaction(SIGSYS, &sa, NULL) < 0)
+                return negative_errno();
+        /* A thread that blocks SIGSYS would be killed by a refused call. */
+        sigset_t sys;
+        sigemptyset(&sys);
+        sigaddset(&sys, SIGSYS);
+        (void) pthread_sigmask(SIG_UNBLOCK, &sys, NULL);
+        return 0;
+}
+
 static void seccomp_releasep(scmp_filter_ctx *ctx) {
         if (*ctx)
                 seccomp_release(*ctx);
@@ -289,11 +351,9 @@ int sandbox_load_seccomp(const SandboxNeeds *needs, bool fatal) {
         _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
         int r;
 
-        for (int nr = 0; nr < MAX_SYSCALL_NR; nr++)
-                if (!syscall_names[nr])
-                        syscall_names[nr] = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
-        sigsys_fatal = fatal;
-        sigsys_journal = getenv("JOURNAL_STREAM") != NULL;
+        r = sigsys_prepare(fatal);
+        if (r < 0)
+                return r;
 
         /* Trap (EPERM plus a line naming the call), not KILL_PROCESS: a libc
          * update that starts using a new system call must not take the
@@ -307,15 +367,11 @@ int sandbox_load_seccomp(const SandboxNeeds *needs, bool fatal) {
         r = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < ELEMENTSOF(allow_list); i++) {
-                int nr = seccomp_syscall_resolve_name(allow_list[i]);
-                if (nr == __NR_SCMP_ERROR || nr < 0)
-                        continue; /* not on this architecture (e.g. open on aarch64) */
-                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 0);
-                if (r < 0)
-                        return r;
-        }
-        r = add_argument_rules(ctx);
+        r = add_list(ctx, allow_list, ELEMENTSOF(allow_list));
+        if (r >= 0 && (!needs || needs->ptrace))
+                r = add_list(ctx, ptrace_list, ELEMENTSOF(ptrace_list));
+        if (r >= 0)
+                r = add_argument_rules(ctx, needs);
         if (r < 0)
                 return r;
         /* process_ksm_enable/disable/status: numbers only the kernel knows. */
@@ -326,15 +382,36 @@ int sandbox_load_seccomp(const SandboxNeeds *needs, bool fatal) {
                                 return r;
                 }
 
-        struct sigaction sa = { .sa_sigaction = on_sigsys, .sa_flags = SA_SIGINFO | SA_RESTART };
-        sigemptyset(&sa.sa_mask);
-        if (sigaction(SIGSYS, &sa, NULL) < 0)
-                return negative_errno();
-        /* A thread that blocks SIGSYS would be killed by a refused call. */
-        sigset_t sys;
-        sigemptyset(&sys);
-        sigaddset(&sys, SIGSYS);
-        (void) pthread_sigmask(SIG_UNBLOCK, &sys, NULL);
+        return seccomp_load(ctx);
+}
+
+int sandbox_load_injector_seccomp(int role, bool fatal) {
+        _cleanup_(seccomp_releasep) scmp_filter_ctx ctx = NULL;
+        int r;
+
+        r = sigsys_prepare(fatal);
+        if (r < 0)
+                return r;
+        /* One thread; nothing to synchronise. */
+        ctx = seccomp_init(SCMP_ACT_TRAP);
+        if (!ctx)
+                return -ENOMEM;
+        r = add_list(ctx, worker_list, ELEMENTSOF(worker_list));
+        if (r >= 0 && role == 1 /* INJECTOR_ROLE_INJECT */)
+                r = add_list(ctx, ptrace_list, ELEMENTSOF(ptrace_list));
+        if (r >= 0 && role == 1)
+                r = add_list(ctx, (const char *const[]) { "wait4", "waitid" }, 2);
+        if (r >= 0)
+                r = add_wx_rules(ctx);
+        /* Files for reading only: nothing a worker opens is written. (The
+         * kernel's own O_TMPFILE bit: glibc's __O_TMPFILE includes
+         * O_DIRECTORY, which /proc/PID/task needs.) */
+        const scmp_datum_t write_flags = O_ACCMODE | O_CREAT | O_TRUNC | 020000000;
+        if (r >= 0)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(openat), 1,
+                                     SCMP_A2(SCMP_CMP_MASKED_EQ, write_flags, O_RDONLY));
+        if (r < 0)
+                return r;
         return seccomp_load(ctx);
 }
 

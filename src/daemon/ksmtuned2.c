@@ -4,9 +4,11 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "fileio.h"
+#include "injector.h"
 #include "log.h"
 #include "manager-bus.h"
 #include "manager.h"
@@ -33,6 +35,9 @@ static bool arg_check_config = false;
 static bool arg_cat_config = false;
 static bool arg_bus_introspect = false;
 static int arg_log_level = -1;
+/* Modes of the same binary that the daemon and systemd start, not users. */
+static bool arg_injector = false;
+static bool arg_seccomp_reader = false;
 
 static void help(void) {
         printf("%s [OPTIONS...]\n\n"
@@ -55,7 +60,7 @@ static void help(void) {
  * a usage error, which has been reported. */
 static int parse_argv(int argc, char *argv[]) {
         enum { ARG_VERSION = 0x100, ARG_PROBE, ARG_JSON, ARG_CHECK, ARG_CAT, ARG_DRY_RUN, ARG_LOG_LEVEL, ARG_ROOT,
-               ARG_BUS_INTROSPECT };
+               ARG_BUS_INTROSPECT, ARG_INJECTOR, ARG_SECCOMP_READER };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -68,6 +73,8 @@ static int parse_argv(int argc, char *argv[]) {
                 { "dry-run", no_argument, NULL, ARG_DRY_RUN },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
                 { "root", required_argument, NULL, ARG_ROOT },
+                { "injector", no_argument, NULL, ARG_INJECTOR },
+                { "seccomp-reader", no_argument, NULL, ARG_SECCOMP_READER },
                 {},
         };
         int c;
@@ -110,6 +117,12 @@ static int parse_argv(int argc, char *argv[]) {
                         break;
                 case ARG_ROOT:
                         arg_root = optarg;
+                        break;
+                case ARG_INJECTOR:
+                        arg_injector = true;
+                        break;
+                case ARG_SECCOMP_READER:
+                        arg_seccomp_reader = true;
                         break;
                 default: /* getopt_long() has said what is wrong */
                         return -EINVAL;
@@ -255,6 +268,12 @@ static int run(int argc, char *argv[]) {
         if (arg_log_level >= 0)
                 log_set_max_level(arg_log_level);
 
+        /* The injector's supervisor, on fd 3 (injector.h); the seccomp reader
+         * on the socket systemd accepted (ksmtuned2-seccomp-reader@.service). */
+        if (arg_injector)
+                return injector_main(3, arg_root);
+        if (arg_seccomp_reader)
+                return seccomp_reader_main(STDIN_FILENO);
         if (arg_bus_introspect)
                 return run_bus_introspect();
         if (arg_probe)

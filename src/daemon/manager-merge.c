@@ -15,6 +15,7 @@ static MergeContext merge_context(const Manager *m) {
                 .probe = &m->probe,
                 .dry_run = manager_dry_run(m),
                 .inject_seccomp = m->config.inject_seccomp,
+                .injector = m->injector,
         };
 }
 

@@ -15,6 +15,7 @@
 #include "manager-merge.h"
 #include "manager-metrics.h"
 #include "manager.h"
+#include "injector.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -72,6 +73,8 @@ Manager *manager_free(Manager *m) {
         discovery_free(m->discovery);
         manager_bus_free(m->bus);
         tuner_free(m->tuner);
+        /* After everything that reads or injects through it. */
+        injector_client_free(m->injector);
         sd_event_source_unref(m->tick_source);
         sd_event_source_unref(m->watchdog_source);
         sd_event_unref(m->event);
@@ -498,6 +501,22 @@ int manager_startup(Manager *m) {
         if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
                 return log_error_errno(negative_errno(), "Failed to block signals: %m");
 
+        /* Before any thread: fork and exec the injector, the one process
+         * that keeps CAP_SYS_PTRACE once the sandbox is applied below. Only
+         * where the sandbox drops it, and on the real tree (a test tree has
+         * no process to inject into). */
+        if (m->config.sandbox && !sandbox_running_on_valgrind() && isempty(m->root->prefix)) {
+                r = injector_client_spawn(NULL, &m->injector);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot start the injector process, keeping CAP_SYS_PTRACE in the "
+                                             "daemon: %m");
+                else {
+                        m->root->ptrace_read = injector_client_read;
+                        m->root->ptrace_read_userdata = m->injector;
+                        log_debug("Injector supervisor started as pid %d.", injector_client_supervisor_pid(m->injector));
+                }
+        }
+
         r = manager_start_stages(m);
         if (r < 0)
                 return r;
@@ -535,6 +554,9 @@ int manager_startup(Manager *m) {
         if (m->config.sandbox) {
                 SandboxNeeds needs;
                 sandbox_needs_from_probe(&m->probe, &needs);
+                /* Injection and the reads that need CAP_SYS_PTRACE go
+                 * through the injector; a test tree needs neither. */
+                needs.ptrace = !m->injector && isempty(m->root->prefix);
                 r = sandbox_apply(&needs);
                 if (r < 0)
                         return r;

@@ -71,6 +71,7 @@ typedef struct Manager {
         Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
         LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
         MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
+        struct InjectorClient *injector; /* the ptrace-holding process (injector.h); NULL: none */
 } Manager;
 
 typedef struct ManagerOptions {

@@ -65,7 +65,15 @@ int ksmd_read_sample(const Root *root, int pid, KsmdSample *ret) {
         r = parse_state_from_stat(stat, &s.state);
         if (r < 0)
                 return r;
-        if (read_one_line_at(dfd, "wchan", &wchan) >= 0)
+        if (root->ptrace_read) {
+                char buf[sizeof s.wchan];
+                int k = root->ptrace_read(root->ptrace_read_userdata, pid, 0, "wchan", buf, sizeof buf - 1);
+                if (k >= 0) {
+                        buf[k] = 0;
+                        buf[strcspn(buf, "\n")] = 0;
+                        strscpy(s.wchan, sizeof s.wchan, buf);
+                }
+        } else if (read_one_line_at(dfd, "wchan", &wchan) >= 0)
                 strscpy(s.wchan, sizeof s.wchan, wchan);
         r = procfs_read_schedstat(dfd, &s.cpu_ns, NULL);
         if (r < 0)
@@ -81,6 +89,12 @@ struct KsmdSampler {
         bool stop, paused;
         uint64_t interval_usec;
         int stat_fd, wchan_fd;
+        /* wchan through the injector once the daemon holds no CAP_SYS_PTRACE
+         * (the kernel checks it at every read and prints 0 otherwise). */
+        int pid;
+        int (*ptrace_read)(void *userdata, int pid, uint64_t start_time_ticks, const char *name, char *buf,
+                           size_t size);
+        void *ptrace_read_userdata;
         KsmdWaitCounts counts;
 };
 
@@ -108,7 +122,11 @@ static void *sampler_main(void *arg) {
                 char state = 0;
                 bool ok = pread_line(s->stat_fd, stat, sizeof stat) > 0 &&
                           parse_state_from_stat(stat, &state) >= 0;
-                if (ok && pread_line(s->wchan_fd, wchan, sizeof wchan) < 0)
+                if (ok && s->ptrace_read) {
+                        int k = s->ptrace_read(s->ptrace_read_userdata, s->pid, 0, "wchan", wchan, sizeof wchan - 1);
+                        wchan[MAX(k, 0)] = 0;
+                        wchan[strcspn(wchan, "\n")] = 0;
+                } else if (ok && pread_line(s->wchan_fd, wchan, sizeof wchan) < 0)
                         wchan[0] = 0;
 
                 pthread_mutex_lock(&s->lock);
@@ -161,6 +179,9 @@ int ksmd_sampler_start(const Root *root, int ksmd_pid, uint64_t interval_usec, K
         pthread_condattr_destroy(&ca);
         s->interval_usec = MAX(interval_usec, 1000u);
         s->paused = true;
+        s->pid = ksmd_pid;
+        s->ptrace_read = root->ptrace_read;
+        s->ptrace_read_userdata = root->ptrace_read_userdata;
         s->stat_fd = openat(dfd, "stat", O_RDONLY | O_CLOEXEC);
         s->wchan_fd = openat(dfd, "wchan", O_RDONLY | O_CLOEXEC);
         if (s->stat_fd < 0 || s->wchan_fd < 0)

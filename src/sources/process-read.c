@@ -12,11 +12,18 @@
 #include "procfs.h"
 #include "util.h"
 
-static int read_exe(int pid_dirfd, char **ret) {
+static int read_exe(const Root *root, int pid, uint64_t start_time_ticks, int pid_dirfd, char **ret) {
         char buf[PATH_MAX];
-        ssize_t n = readlinkat(pid_dirfd, "exe", buf, sizeof buf - 1);
+        ssize_t n;
+        if (root->ptrace_read)
+                n = root->ptrace_read(root->ptrace_read_userdata, pid, start_time_ticks, "exe", buf, sizeof buf - 1);
+        else {
+                n = readlinkat(pid_dirfd, "exe", buf, sizeof buf - 1);
+                if (n < 0)
+                        n = negative_errno();
+        }
         if (n < 0)
-                return negative_errno();
+                return (int) n;
         buf[n] = 0;
         /* A daemon still running a binary that a package upgrade replaced
          * reads "/usr/sbin/foo (deleted)"; Exe=/usr/sbin/foo must still
@@ -180,7 +187,7 @@ int process_read_facts(const Root *root, int pid, Process *p) {
                 r = procfs_read_status(dfd, &status);
                 if (r < 0)
                         return r;
-                r = read_exe(dfd, &exe);
+                r = read_exe(root, pid, st.start_time_ticks, dfd, &exe);
                 if (r == -ENOMEM)
                         return r;
         } else {

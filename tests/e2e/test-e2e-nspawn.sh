@@ -136,6 +136,7 @@ mkdir -p "$RUN/root/etc/systemd/system/ksmtuned2.service.d"
 printf '[Service]\nEnvironment=KSMTUNED2_SECCOMP_FATAL=1\n' \
         > "$RUN/root/etc/systemd/system/ksmtuned2.service.d/e2e.conf"
 cp /bin/sleep "$RUN/root/usr/local/bin/ksme2e-sleeper"
+cp /bin/sleep "$RUN/root/usr/local/bin/ksme2e-filtered"
 
 # On this host (no systemd as PID 1) nspawn can neither register nor make a
 # scope: --register=no --keep-unit. Only the KSM directory is writable in
@@ -262,14 +263,19 @@ wait_knob max_page_sharing $mps1
 main=$(inside systemctl show -P MainPID ksmtuned2)
 status=$(inside cat /proc/"$main"/status)
 field() { printf '%s\n' "$status" | awk -v f="$1:" '$1 == f { print $2 }'; }
-# cap_sys_ptrace, cap_dac_read_search; the unit bounds out cap_sys_nice
-# whatever the kernel offers.
-kept=0000000000080004
+# cap_dac_read_search alone: cap_sys_ptrace is ksmtuned2-injector.service's.
+# The unit bounds out cap_sys_nice whatever the kernel offers.
+kept=0000000000000004
 [ "$(field CapEff)" = $kept ] || fail "CapEff=$(field CapEff), want $kept"
+[ "$(field CapPrm)" = $kept ] || fail "CapPrm=$(field CapPrm), want $kept"
 [ "$(field CapBnd)" = $kept ] || fail "CapBnd=$(field CapBnd), want $kept"
 [ "$(field Seccomp)" = 2 ] || fail "no seccomp filter"
 [ "$(field NoNewPrivs)" = 1 ] || fail "no_new_privs not set"
-echo "enable --now: active, pid $main with CapEff=$(field CapEff), seccomp, no_new_privs"
+[ "$(inside systemctl is-active ksmtuned2-injector.service)" = active ] || fail "ksmtuned2-injector.service is not active"
+supervisor=$(inside systemctl show -P MainPID ksmtuned2-injector.service)
+sup_eff=$(inside awk '$1 == "CapEff:" { print $2 }' /proc/"$supervisor"/status)
+[ "$sup_eff" = 0000000000080004 ] || fail "injector supervisor CapEff=$sup_eff, want 0000000000080004"
+echo "enable --now: active, pid $main with CapEff=$(field CapEff), seccomp, no_new_privs; injector $supervisor CapEff=$sup_eff"
 for _ in $(seq 100); do inside test -s $PROM && break; sleep 0.1; done
 [ "$(inside stat -c %a $PROM 2>/dev/null)" = 644 ] || fail "no metrics file $PROM readable by node_exporter"
 inside grep -q '^ksmtuned2_' $PROM || fail "$PROM has no ksmtuned2_ metric"
@@ -278,7 +284,7 @@ echo "metrics: $PROM written through ProtectSystem=strict, mode 644"
 # 3. The journal: the start-up line with the probe summary, the sandbox, and
 # discovery's fallback to polling (the shipped unit lacks CAP_NET_ADMIN).
 wait_journal "^ksmtuned2 [^ ]+ starting; kernel [^ ]+: ksm=yes "
-wait_journal "^Sandbox: kept capabilities cap_dac_read_search,cap_sys_ptrace, dropped all others"
+wait_journal "^Sandbox: kept capabilities cap_dac_read_search, dropped all others"
 wait_journal "^Process discovery falls back to polling /proc every tick: "
 wait_journal "^Connected to the system bus as org.ksmtuned2"
 # Another user's process is visible to the daemon despite ProtectProc=invisible.
@@ -307,11 +313,22 @@ rc=$?
 echo "ksmctl: status as root and as e2e-user, pause refused to e2e-user (exit 4)"
 
 # 5. reload re-reads the configuration and the policies.
+# A process of e2e-user's behind a seccomp filter, as a sandboxed service
+# (or QEMU -sandbox on) is: the injector has its filter read by
+# ksmtuned2-seccomp-reader@.service, outside the daemon's SystemCallFilter=.
+inside systemd-run --unit=ksme2e-filtered -p User=e2e-user -p SystemCallFilter=~acct \
+        /usr/local/bin/ksme2e-filtered 600 >/dev/null 2>&1 || fail "systemd-run of a filtered process"
+for _ in $(seq 50); do
+        filtered=$(inside pgrep -x ksme2e-filtered) && break
+        sleep 0.1
+done
+[ -n "${filtered:-}" ] || fail "the filtered process did not start"
+inside grep -q "^Seccomp:.*2" /proc/"$filtered"/status || fail "pid $filtered has no seccomp filter"
 n_before=$(journal | sed -n 's/^\([0-9]*\) policies in use.*/\1/p' | tail -1)
 write_conf $mps2
 inside sh -c "cat > '$POLICY_DIR/40-e2e.policy'" <<'POLICY'
 [Match]
-Comm=ksme2e-sleeper
+Comm=ksme2e-sleeper ksme2e-filtered
 User=e2e-user
 [Merge]
 Mode=always
@@ -325,7 +342,7 @@ wait_journal "^pid $sleeper \(ksme2e-sleeper\): [a-z-]+ by $POLICY_DIR/40-e2e.po
 [ "$(inside systemctl is-active ksmtuned2)" = active ] || fail "not active after reload"
 # The policy merges it: on this stock kernel by injecting prctl(PR_SET_MEMORY_MERGE)
 # into another user's process, through the unit's filter (ptrace), bounding
-# set and the daemon's kept capabilities (CAP_SYS_PTRACE; without
+# set and the injector's capabilities (CAP_SYS_PTRACE; without
 # CAP_DAC_OVERRIDE, so the write goes through PTRACE_POKEDATA).
 for _ in $(seq 150); do
         inside grep -q "^ksm_merge_any: yes" /proc/"$sleeper"/ksm_stat 2>/dev/null && break
@@ -336,6 +353,15 @@ inside grep -q "^ksm_merge_any: yes" /proc/"$sleeper"/ksm_stat ||
 out=$(inside runuser -u e2e-user -- ksmctl explain "$sleeper" 2>&1) || fail "ksmctl explain $sleeper: $out"
 case $out in *40-e2e.policy*) ;; *) fail "ksmctl explain $sleeper does not name 40-e2e.policy: $out";; esac
 echo "reload: max_page_sharing=$mps2, $((n_before + 1)) policies, pid $sleeper now merged (ksm_merge_any) by 40-e2e.policy"
+for _ in $(seq 150); do
+        inside grep -q "^ksm_merge_any: yes" /proc/"$filtered"/ksm_stat 2>/dev/null && break
+        sleep 0.1
+done
+inside grep -q "^ksm_merge_any: yes" /proc/"$filtered"/ksm_stat ||
+        fail "filtered pid $filtered was not made mergeable: $(journal | grep "pid $filtered" | tail -3)"
+inside kill -0 "$filtered" || fail "the filtered process died"
+inside systemctl stop ksme2e-filtered >/dev/null 2>&1
+echo "seccomp: filtered pid $filtered merged, its filter read by ksmtuned2-seccomp-reader@.service"
 
 # 6. The exposure score systemd-analyze gives the unit (README records it).
 score=$(inside systemd-analyze security ksmtuned2.service | sed -n 's/.*Overall exposure level for ksmtuned2.service: \([0-9.]*\).*/\1/p')
@@ -553,7 +579,11 @@ t_purge=$(date +%s)
 inside systemctl daemon-reload
 for f in /etc/ksmtuned2 /run/ksmtuned2 /lib/systemd/system/ksmtuned2.service /usr/sbin/ksmtuned2 /usr/bin/ksmctl \
          /etc/systemd/system/multi-user.target.wants/ksmtuned2.service /etc/systemd/system/dbus-org.ksmtuned2.service \
-         /lib/systemd/system-generators/ksmtuned2-generator /run/systemd/generator/ksmtuned2.service.d; do
+         /lib/systemd/system-generators/ksmtuned2-generator /run/systemd/generator/ksmtuned2.service.d \
+         /lib/systemd/system/ksmtuned2-seccomp-reader.socket /lib/systemd/system/ksmtuned2-seccomp-reader@.service \
+         /lib/systemd/system/ksmtuned2-injector.socket /lib/systemd/system/ksmtuned2-injector.service \
+         /etc/systemd/system/sockets.target.wants/ksmtuned2-injector.socket /run/ksmtuned2-injector.socket \
+         /etc/systemd/system/sockets.target.wants/ksmtuned2-seccomp-reader.socket /run/ksmtuned2-seccomp-reader.socket; do
         inside test -e $f -o -L $f && fail "purge left $f"
 done
 inside dpkg-query -W -f='${Status}' ksmtuned2 2>/dev/null | grep -q ' installed$' && fail "ksmtuned2 still installed"

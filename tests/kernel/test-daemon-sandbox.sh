@@ -52,10 +52,10 @@ field() { awk -v f="$1:" '$1 == f { print $2 }' "$2"; }
 # 1. Sandbox=yes (the default)
 write_conf yes
 start_daemon
-# CAP_SYS_PTRACE (19) | CAP_DAC_READ_SEARCH (2), CAP_SYS_NICE (23) where
-# remote MADV_MERGEABLE or process_ksm is.
+# CAP_DAC_READ_SEARCH (2), CAP_SYS_NICE (23) where remote MADV_MERGEABLE or
+# process_ksm is; CAP_SYS_PTRACE (19) only in the injector process.
 probe=$("$KSMTUNED2" --probe --json | tr ',' '\n')
-mask=$(( (1 << 19) | (1 << 2) ))
+mask=$(( 1 << 2 ))
 printf '%s\n' "$probe" | grep -q -E '"(process_madvise_remote_mergeable|process_ksm_syscall)": *true' && mask=$((mask | (1 << 23)))
 kept=$(printf '%016x' $mask)
 sleep 0.5 # a few ticks through the filter

@@ -183,16 +183,21 @@ static void test_fatal(void **state) {
 }
 
 static void test_keep_mask(void **state) {
+        /* With the injector process (ptrace false) the daemon keeps no
+         * CAP_SYS_PTRACE. */
+        const uint64_t observe = UINT64_C(1) << CAP_DAC_READ_SEARCH;
         SandboxNeeds n = {};
-        assert_int_equal(sandbox_keep_mask(&n), KEEP);
+        assert_int_equal(sandbox_keep_mask(&n), observe);
         n = (SandboxNeeds) { .remote_madvise = true };
-        assert_int_equal(sandbox_keep_mask(&n), KEEP | (UINT64_C(1) << CAP_SYS_NICE));
+        assert_int_equal(sandbox_keep_mask(&n), observe | (UINT64_C(1) << CAP_SYS_NICE));
         n = (SandboxNeeds) { .taskstats = true };
-        assert_int_equal(sandbox_keep_mask(&n), KEEP | (UINT64_C(1) << CAP_NET_ADMIN));
+        assert_int_equal(sandbox_keep_mask(&n), observe | (UINT64_C(1) << CAP_NET_ADMIN));
+        n = (SandboxNeeds) { .ptrace = true };
+        assert_int_equal(sandbox_keep_mask(&n), KEEP);
 
         Probe p = { .prctl_memory_merge = true };
         sandbox_needs_from_probe(&p, &n);
-        assert_int_equal(sandbox_keep_mask(&n), KEEP); /* injection: CAP_SYS_PTRACE only */
+        assert_int_equal(sandbox_keep_mask(&n), KEEP); /* injection in-process: CAP_SYS_PTRACE only */
         assert_false(n.remote_madvise);
         assert_int_equal(n.process_ksm_nrs[0], -1);
         p = (Probe) { .process_madvise_remote_mergeable = true };
