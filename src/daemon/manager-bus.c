@@ -356,7 +356,9 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         r = sd_bus_message_open_container(reply, 'a', "(isssssssbtxs)");
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n; i++) {
+        /* Bounded: the largest SAVINGS_LIST_MAX - 1, and one sum of the rest. */
+        size_t shown = n > SAVINGS_LIST_MAX ? SAVINGS_LIST_MAX - 1 : n;
+        for (size_t i = 0; i < shown; i++) {
                 const Process *p = list[i];
                 char policy[VERDICT_POLICY_MAX + 16];
 
@@ -367,6 +369,16 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
                                           p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
                                           process_merging_enabled(p) > 0, p->ksm_merging_pages,
                                           process_profit_bytes(p), bus_str(&copies, p->have_verdict ? p->verdict.reason : ""));
+                if (r < 0)
+                        return r;
+        }
+        if (shown < n) {
+                SavingsGroup rest;
+                char why[64];
+                savings_sum_processes(list + shown, n - shown, &rest);
+                snprintf(why, sizeof why, "%u more processes, not listed", rest.processes);
+                r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) 0, rest.name, "", "", "", "", "", "",
+                                          false, rest.merging_pages, rest.profit_bytes, why);
                 if (r < 0)
                         return r;
         }
@@ -385,6 +397,8 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
 
         if (t) {
                 r = savings_by_cgroup(t, &s);
+                if (r >= 0)
+                        r = savings_table_truncate(&s, SAVINGS_LIST_MAX);
                 if (r < 0)
                         return r;
         }
