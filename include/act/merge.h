@@ -7,6 +7,7 @@
 
 #include "macro.h"
 #include "merge-method.h"
+#include "mm-reader.h"
 #include "plan.h"
 #include "probe.h"
 #include "root.h"
@@ -35,7 +36,10 @@
  *   outcome, not a silent fallback.
  *
  * Before acting: the pid is opened as a pidfd, its start time compared with
- * the action's (a reused pid is "gone"), and ksm_stat read: a process
+ * the action's (a reused pid is "gone"), and ksm_stat read (like maps, with
+ * the context's MmReader and its deadline: a process whose mmap_lock is
+ * held for seconds is a "failed" outcome with ETIME and slow set after one
+ * deadline, not a hold on every action queued behind it): a process
  * already merging (ksm_merge_any: yes, or ranges it marked itself) is
  * recognised and not touched; one not merging is not "disabled" again.
  * After acting, ksm_stat is read again to check that the kernel did it.
@@ -100,6 +104,7 @@ typedef struct MergeOutcome {
          * 77)", "method madvise unsupported: EINVAL (...)". */
         char text[192];
         char reason[192];               /* the action's reason (which policy wanted it) */
+        bool slow;                      /* a read of its ksm_stat or maps overran the deadline */
 } MergeOutcome;
 
 static inline bool merge_outcome_ok(const MergeOutcome *o) {
@@ -123,6 +128,12 @@ typedef struct MergeContext {
         bool inject_seccomp;            /* InjectIntoSeccomp=: inject into Seccomp: 2 processes */
         uint64_t stop_timeout_usec;     /* for inject; 0: its default */
         const _Atomic uint64_t *give_up_usec; /* for inject: no wait past it (InjectOptions); NULL */
+        /* Reads ksm_stat and maps with a deadline (mm_reader_read()): made
+         * with e == NULL and cb == NULL, used by this thread only. NULL: read
+         * directly, with no deadline (tests of one target); the worker
+         * makes its own when NULL. */
+        MmReader *reader;
+        uint64_t read_deadline_usec;    /* for the worker's own reader; 0: 1 s */
 } MergeContext;
 
 /* Carries out one action. Returns 0 (the outcome says what happened) or

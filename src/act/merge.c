@@ -24,6 +24,8 @@
  * the whole span in one call: the kernel walks every VMA in it and answers
  * ENOMEM for the holes, after having unmarked the rest. */
 #define INJECT_RUNS_MAX 256
+/* The worker's reads of ksm_stat and maps, unless the context says. */
+#define MERGE_READ_DEADLINE_USEC (1 * USEC_PER_SEC)
 
 static const char *const merge_outcome_kind_table[_MERGE_OUTCOME_KIND_MAX] = {
         [MERGE_OUTCOME_DONE] = "done",
@@ -122,6 +124,37 @@ static bool method_fits(MergeMethod m, MergeAction a, const ProcKsmStat *f) {
         }
 }
 
+/* The files that take the target's mmap_lock go through the context's
+ * reader: a process whose lock is held for seconds costs this thread, and
+ * every action queued behind it, one deadline and not the hold. -ETIME when
+ * the read overran (or one of an earlier action is still stuck). */
+static int read_mm_file(const MergeContext *c, MmReadKind kind, int pid, uint64_t start_time_ticks, int pid_dirfd,
+                        ProcKsmStat *ret_stat, MapList *ret_maps) {
+        MmReadResult res;
+        int r;
+
+        if (!c->reader)
+                return kind == MM_READ_MAPS ? proc_maps_read(pid_dirfd, ret_maps) : procfs_read_ksm_stat(pid_dirfd, ret_stat);
+        r = mm_reader_read(c->reader, kind, pid, start_time_ticks, &res);
+        if (r == -EALREADY)
+                return -ETIME;
+        if (r < 0)
+                return r;
+        if (res.error >= 0) {
+                if (kind == MM_READ_MAPS) {
+                        *ret_maps = res.maps;
+                        res.maps = (MapList) {};
+                } else
+                        *ret_stat = res.ksm_stat;
+        }
+        mm_read_result_done(&res);
+        return res.error;
+}
+
+static uint64_t read_deadline_msec(const MergeContext *c) {
+        return (c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC) / USEC_PER_MSEC;
+}
+
 static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         long nr = a == MERGE_ACTION_ENABLE ? c->probe->process_ksm_enable_nr : c->probe->process_ksm_disable_nr;
         if (syscall(nr, pidfd, 0) < 0)
@@ -129,12 +162,13 @@ static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         return 0;
 }
 
-static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
+static int do_remote_madvise(const MergeContext *c, int pidfd, const ProcessAction *pa, int pid_dirfd) {
         MapList maps = {}, runs = {};
         _cleanup_free_ struct iovec *iov = NULL;
+        MergeAction a = pa->action;
         int r;
 
-        r = proc_maps_read(pid_dirfd, &maps);
+        r = read_mm_file(c, MM_READ_MAPS, pa->pid, pa->start_time_ticks, pid_dirfd, NULL, &maps);
         if (r < 0)
                 return r;
         r = a == MERGE_ACTION_ENABLE ? map_list_anon_private(&maps, &runs) : map_list_advisable_runs(&maps, &runs);
@@ -161,8 +195,8 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
         return r;
 }
 
-static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const ProcKsmStat *f,
-                     InjectStats *stats, bool *ret_call_failed) {
+static int do_inject(const MergeContext *c, int pidfd, int pid, uint64_t start_time_ticks, int pid_dirfd, MergeAction a,
+                     const ProcKsmStat *f, InjectStats *stats, bool *ret_call_failed) {
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
@@ -176,7 +210,7 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
         } else {
                 /* Ranges the process marked itself (QEMU guest RAM). */
                 MapList maps = {}, runs = {};
-                r = proc_maps_read(pid_dirfd, &maps);
+                r = read_mm_file(c, MM_READ_MAPS, pid, start_time_ticks, pid_dirfd, NULL, &maps);
                 if (r < 0)
                         return r;
                 r = map_list_advisable_runs(&maps, &runs);
@@ -273,10 +307,10 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_process_ksm(c, pidfd, a->action);
                 break;
         case MERGE_METHOD_MADVISE:
-                r = do_remote_madvise(pidfd, pid_dirfd, a->action);
+                r = do_remote_madvise(c, pidfd, a, pid_dirfd);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, &stats, &call_failed);
+                r = do_inject(c, pidfd, pid, a->start_time_ticks, pid_dirfd, a->action, f, &stats, &call_failed);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:
@@ -289,6 +323,14 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 o->kind = MERGE_OUTCOME_GONE;
                 o->error = ESRCH;
                 set_text(o, "method %s: process exited", name);
+                return 0;
+        }
+        if (r == -ETIME) {
+                o->kind = MERGE_OUTCOME_FAILED;
+                o->error = ETIME;
+                o->slow = true;
+                set_text(o, "method %s: reading its maps took over %" PRIu64 " ms (mmap_lock busy): not touched, "
+                         "marked slow", name, read_deadline_msec(c));
                 return 0;
         }
         if (r < 0) {
@@ -305,7 +347,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         }
 
         ProcKsmStat after;
-        r = procfs_read_ksm_stat(pid_dirfd, &after);
+        r = read_mm_file(c, MM_READ_KSM_STAT, a->pid, a->start_time_ticks, pid_dirfd, &after, NULL);
         if (r == -ESRCH) {
                 o->kind = MERGE_OUTCOME_GONE;
                 o->error = ESRCH;
@@ -321,6 +363,8 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         }
         o->kind = MERGE_OUTCOME_DONE;
         o->error = 0;
+        /* Done, but not confirmed: the next tick's reads say more. */
+        o->slow = r == -ETIME;
         if (m == MERGE_METHOD_INJECT)
                 set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)", name,
                          merge_action_to_string(a->action), stats.tid, stats.pause_usec);
@@ -353,7 +397,15 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 return 0;
         }
 
-        r = procfs_read_ksm_stat(pid_dirfd, &f);
+        r = read_mm_file(c, MM_READ_KSM_STAT, a->pid, st.start_time_ticks, pid_dirfd, &f, NULL);
+        if (r == -ETIME) {
+                o->kind = MERGE_OUTCOME_FAILED;
+                o->error = ETIME;
+                o->slow = true;
+                set_text(o, "reading its ksm_stat took over %" PRIu64 " ms (mmap_lock busy): not touched, marked slow",
+                         read_deadline_msec(c));
+                return 0;
+        }
         if (r == -EINVAL) {
                 /* A process past exit_mm() shows an empty ksm_stat, which
                  * does not parse; it is exiting (PF_EXITING) or a zombie:
@@ -570,6 +622,7 @@ struct MergeWorker {
         MergeReport done;
         bool have_done;
         MergeLedger ledger;
+        MmReader *reader;               /* ours, when the context brought none */
 };
 
 static void cond_wait_until(MergeWorker *w, uint64_t until_usec) {
@@ -662,6 +715,7 @@ static void *worker_main(void *userdata) {
 static MergeWorker *worker_free(MergeWorker *w) {
         pthread_mutex_destroy(&w->lock);
         pthread_cond_destroy(&w->cond);
+        mm_reader_free(w->reader);
         safe_close(w->root.proc_fd);
         free(w->pending);
         merge_report_done(&w->done);
@@ -691,6 +745,17 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         w->ctx.probe = &w->probe;
         w->ctx.root = &w->root;
         w->ctx.give_up_usec = &w->give_up_usec;
+        if (!w->ctx.reader) {
+                /* One worker; a stuck one is replaced (up to 4). */
+                int r = mm_reader_new(&w->root, NULL, 1, c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC, NULL,
+                                      NULL, &w->reader);
+                if (r < 0) {
+                        safe_close(w->root.proc_fd);
+                        free(w);
+                        return r;
+                }
+                w->ctx.reader = w->reader;
+        }
         pthread_mutex_init(&w->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);
