@@ -81,7 +81,9 @@ void mm_reader_get_counters(MmReader *r, MmReaderCounters *ret);
  * deadline, counted from the call. 0 with *ret filled, ret->error saying
  * how the read went: -ETIME when it did not finish in time (it is left to
  * finish on its own, its result dropped, and no new read of that pid is
- * accepted until it returned). -EALREADY when a read of pid from an earlier
+ * accepted until it returned); -EAGAIN when it never started, every worker
+ * the pool may have being stuck on other pids (then this pid is not the
+ * slow one). -EALREADY when a read of pid from an earlier
  * call is still stuck, -ENOMEM. Only for a reader made with e == NULL and
  * cb == NULL, used from one thread. Free *ret with mm_read_result_done(). */
 int mm_reader_read(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks, MmReadResult *ret);

@@ -127,7 +127,10 @@ static bool method_fits(MergeMethod m, MergeAction a, const ProcKsmStat *f) {
 /* The files that take the target's mmap_lock go through the context's
  * reader: a process whose lock is held for seconds costs this thread, and
  * every action queued behind it, one deadline and not the hold. -ETIME when
- * the read overran (or one of an earlier action is still stuck). */
+ * the read overran (or one of an earlier action is still stuck), -ENOLCK
+ * when it never started: the reader's workers are all stuck on others
+ * (not EAGAIN, which process_madvise and the injector answer for reasons of
+ * their own). */
 static int read_mm_file(const MergeContext *c, MmReadKind kind, int pid, uint64_t start_time_ticks, int pid_dirfd,
                         ProcKsmStat *ret_stat, MapList *ret_maps) {
         MmReadResult res;
@@ -140,6 +143,8 @@ static int read_mm_file(const MergeContext *c, MmReadKind kind, int pid, uint64_
                 return -ETIME;
         if (r < 0)
                 return r;
+        if (res.error == -EAGAIN)
+                res.error = -ENOLCK;
         if (res.error >= 0) {
                 if (kind == MM_READ_MAPS) {
                         *ret_maps = res.maps;
@@ -325,12 +330,16 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 set_text(o, "method %s: process exited", name);
                 return 0;
         }
-        if (r == -ETIME) {
+        if (r == -ETIME || r == -ENOLCK) {
                 o->kind = MERGE_OUTCOME_FAILED;
-                o->error = ETIME;
-                o->slow = true;
-                set_text(o, "method %s: reading its maps took over %" PRIu64 " ms (mmap_lock busy): not touched, "
-                         "marked slow", name, read_deadline_msec(c));
+                o->error = r == -ETIME ? ETIME : EAGAIN;
+                o->slow = r == -ETIME;
+                if (r == -ETIME)
+                        set_text(o, "method %s: reading its maps took over %" PRIu64 " ms (mmap_lock busy): not "
+                                 "touched, marked slow", name, read_deadline_msec(c));
+                else
+                        set_text(o, "method %s: maps not read: every reader is stuck on other processes' mmap_lock; "
+                                 "not touched", name);
                 return 0;
         }
         if (r < 0) {
@@ -404,6 +413,13 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 o->slow = true;
                 set_text(o, "reading its ksm_stat took over %" PRIu64 " ms (mmap_lock busy): not touched, marked slow",
                          read_deadline_msec(c));
+                return 0;
+        }
+        if (r == -ENOLCK) {
+                /* Not its fault: it is tried again after the retry back-off. */
+                o->kind = MERGE_OUTCOME_FAILED;
+                o->error = EAGAIN;
+                set_text(o, "not read: every ksm_stat reader is stuck on other processes' mmap_lock; not touched");
                 return 0;
         }
         if (r == -EINVAL) {

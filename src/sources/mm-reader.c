@@ -459,12 +459,13 @@ int mm_reader_read(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ti
                 s->done = NULL;
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
                 count_stuck_locked(s, now);
-                bool expired = !mine && now - t0 >= s->deadline_usec;
+                bool expired = !mine && now - t0 >= s->deadline_usec, started = true;
                 if (expired) {
                         s->counters.overran++;
-                        if (unqueue_locked(s, j))
-                                free(j);        /* never started: no worker was free in time */
-                        else if (!j->overdue_reported) {
+                        if (unqueue_locked(s, j)) {
+                                free(j);        /* never started: every worker is stuck on others */
+                                started = false;
+                        } else if (!j->overdue_reported) {
                                 j->overdue_reported = true;
                                 count_stuck_locked(s, now);
                         }
@@ -480,7 +481,7 @@ int mm_reader_read(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ti
                 }
                 if (expired) {
                         *ret = (MmReadResult) { .kind = kind, .pid = pid, .start_time_ticks = start_time_ticks,
-                                                .error = -ETIME, .duration_usec = now - t0 };
+                                                .error = started ? -ETIME : -EAGAIN, .duration_usec = now - t0 };
                         return 0;
                 }
                 uint64_t left = s->deadline_usec - (now - t0);

@@ -173,6 +173,19 @@ static void test_read_with_deadline(void **state) {
         assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, 200, 1, &res), 0);
         assert_int_equal(res.error, -ESRCH);
 
+        /* Stuck on as many pids as the pool may have workers (1 x 4): a read
+         * of anyone else never starts, which is -EAGAIN, not -ETIME (that pid
+         * is not the slow one). */
+        for (int pid = 101; pid < 101 + MM_READER_MAX_THREADS_FACTOR - 1; pid++) {
+                add_proc(&t, pid, true);
+                assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, pid, 4242, &res), 0);
+                assert_int_equal(res.error, -ETIME);
+        }
+        assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, 200, 4242, &res), 0);
+        assert_int_equal(res.error, -EAGAIN);
+        for (int pid = 101; pid < 101 + MM_READER_MAX_THREADS_FACTOR - 1; pid++)
+                release(&t, pid);
+
         /* released: its late result is dropped, and it can be read again */
         release(&t, 100);
         uint64_t end = now_usec(CLOCK_MONOTONIC) + 2 * USEC_PER_SEC;
