@@ -834,14 +834,17 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n, InjectStats *s
 /* Collects the exit of a tracee that died under us. Until its tracer has
  * waited for it, a dead tracee is not handed back to its real parent, which
  * could not reap it: the daemon would hold a zombie for as long as it runs.
- * It never waits: a thread-group leader's exit is reported only once every
- * other thread of it is gone, and one of them stuck in D (an unanswered
- * FUSE read, tests/helpers/mmap-lock-hog) delays that for as long as it
- * likes (this used to poll for up to 2 s, holding every action queued
- * behind it). What is not collected now goes on the abandoned list:
- * inject_poll_abandoned() collects it, or detaches it at its next stop if
- * it was only not stopped, between and during later actions. */
+ * A death under way is reported within a millisecond or two, so that much
+ * is waited for (REAP_WAIT_USEC); but a thread-group leader's exit is
+ * reported only once every other thread of it is gone, and one of them
+ * stuck in D (an unanswered FUSE read, tests/helpers/mmap-lock-hog) delays
+ * that for as long as it likes: this used to poll for up to 2 s, holding
+ * every action queued behind. What is not collected by then goes on the
+ * abandoned list: inject_poll_abandoned() collects it, or detaches it at its
+ * next stop if it was only not stopped, between and during later actions. */
+#define REAP_WAIT_USEC (20 * USEC_PER_MSEC)
 static void reap_exited(Injector *j, bool regs_ours) {
+        uint64_t until = now_usec(CLOCK_MONOTONIC) + REAP_WAIT_USEC;
         for (;;) {
                 int st;
                 pid_t k = waitpid(j->tid, &st, __WALL | WNOHANG);
@@ -851,11 +854,16 @@ static void reap_exited(Injector *j, bool regs_ours) {
                         return; /* ECHILD: nothing (more) to collect */
                 if (k == j->tid && (WIFEXITED(st) || WIFSIGNALED(st)))
                         return;
-                if (k == 0)
+                if (k == j->tid) {
+                        /* A stop report after all: it is in a stop, so let it go. */
+                        if (detach(j) >= 0)
+                                return;
+                        continue;
+                }
+                if (now_usec(CLOCK_MONOTONIC) >= until)
                         break;
-                /* A stop report after all: it is in a stop, so let it go. */
-                if (detach(j) >= 0)
-                        return;
+                struct timespec ts = { 0, 1000000 };
+                nanosleep(&ts, NULL);
         }
         /* inject_run() refuses to start with the list full; a second
          * thread of one call may find it so: the kernel hands that one
