@@ -79,6 +79,7 @@ struct Tuner {
         unsigned n_enters;              /* ring: the newest at (n_enters - 1) % RECENT_ENTERS */
         uint64_t enter_gap_usec;        /* BurstInterval= */
         uint64_t enter_woke_usec;       /* the latest wake-up for a ksm_enter */
+        uint64_t enter_last_usec;       /* the latest ksm_enter */
         sd_event_source *enter_source;  /* the coalesced wake-up, armed while one is due */
         uint64_t enter_log_since_usec;  /* the current log period */
         unsigned enter_logged;          /* lines in it */
@@ -148,7 +149,14 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                  * back-off cost ~0.2 s of ksmd CPU). */
                 TuneMode mode = t->controller.mode;
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
-                if ((mode == TUNE_MODE_BURST || mode == TUNE_MODE_DECAY) && t->wake &&
+                /* Not while processes keep entering KSM: each arrival
+                 * restarts the count of barren scans (model_note_ksm_enter),
+                 * so no scan end can end the burst then, and a fork loop
+                 * calling PR_SET_MEMORY_MERGE keeps the mms small and the
+                 * scans short: their ends woke a tick 20 times a second. The
+                 * arrivals' own wake-up comes once per burst interval. */
+                bool arriving = t->enter_last_usec > 0 && now - t->enter_last_usec < t->enter_gap_usec;
+                if ((mode == TUNE_MODE_BURST || mode == TUNE_MODE_DECAY) && t->wake && !arriving &&
                     now - t->model.time_usec >= SCAN_END_MIN_GAP_USEC)
                         t->wake(t->userdata);
                 return;
@@ -159,6 +167,7 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                 char comm[TASK_COMM_SIZE];
 
                 strscpy(comm, sizeof comm, e->comm);
+                t->enter_last_usec = now;
                 bool logged = log_get_max_level() >= LOG_DEBUG && enter_log_allowed(t, now);
                 bool woke = enter_wake(t, now);
                 /* The trace's comm cache may say "<...>"; the process, if it
