@@ -6,7 +6,7 @@
 # storm. Now ksm_enter wakes at most one extra tick per BurstInterval= and
 # its lines are rate-limited with a "suppressed N" line.
 #   1. The storm (tests/helpers/proc-storm --prctl-merge, 500 children a
-#      second for 10 s, as nobody) with the daemon at its default level
+#      second for 10 s, as nobody, forks without exec) with the daemon at its default level
 #      (info) must leave it under 10% of a core (utime+stime of all its
 #      threads from /proc/PID/stat over the storm), under 40 log lines, and
 #      tick at most 12 times a second (the loop's tick count from its
