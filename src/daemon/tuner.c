@@ -81,14 +81,25 @@ struct Tuner {
         uint64_t enter_woke_usec;       /* the latest wake-up for a ksm_enter */
         uint64_t enter_last_usec;       /* the latest ksm_enter */
         sd_event_source *enter_source;  /* the coalesced wake-up, armed while one is due */
+        bool pipe_paused;               /* not watched until enter_source fires */
         uint64_t enter_log_since_usec;  /* the current log period */
         unsigned enter_logged;          /* lines in it */
         uint64_t enter_suppressed;      /* events in it not logged */
 };
 
+static void on_trace_event(const TraceEvent *e, void *userdata);
+
 static int on_enter_wake(sd_event_source *s, uint64_t usec, void *userdata) {
         Tuner *t = userdata;
+        /* The pipe rested while the wake-up was due (on_pipe): what came
+         * meanwhile is read now, in one go. A window in progress reads it
+         * when it closes. */
         t->enter_woke_usec = now_usec(CLOCK_MONOTONIC);
+        if (t->pipe_paused && !t->collecting) {
+                t->pipe_paused = false;
+                (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
+                (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
+        }
         if (t->wake)
                 t->wake(t->userdata);
         return 0;
@@ -191,9 +202,18 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
 
 static int on_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Tuner *t = userdata;
+        int on = SD_EVENT_OFF;
         int r = tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
         if (r < 0) {
                 log_warning_errno(r, "Cannot read the tracefs instance's trace_pipe, no longer watching ksm_enter: %m");
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                return 0;
+        }
+        /* A coalesced wake-up is due: nothing read before it changes what
+         * it does, so the pipe rests until then rather than wake the loop
+         * for every event of a storm (buffer_percent=0 wakes it per event). */
+        if (t->enter_source && sd_event_source_get_enabled(t->enter_source, &on) >= 0 && on != SD_EVENT_OFF) {
+                t->pipe_paused = true;
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
         }
         return 0;
@@ -231,6 +251,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 log_debug_errno(r, "Cannot read the contention window: %m");
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
+        t->pipe_paused = false;
         if (r < 0)
                 return 0;
 
