@@ -8,6 +8,7 @@
 #include "inject.h"
 #include "macro.h"
 #include "merge-method.h"
+#include "mm-reader.h"
 #include "plan.h"
 #include "proc-maps.h"
 #include "probe.h"
@@ -37,7 +38,10 @@
  *   outcome, not a silent fallback.
  *
  * Before acting: the pid is opened as a pidfd, its start time compared with
- * the action's (a reused pid is "gone"), and ksm_stat read: a process
+ * the action's (a reused pid is "gone"), and ksm_stat read (like maps, with
+ * the context's MmReader and its deadline: a process whose mmap_lock is
+ * held for seconds is a "failed" outcome with ETIME and slow set after one
+ * deadline, not a hold on every action queued behind it): a process
  * already merging (ksm_merge_any: yes, or ranges it marked itself) is
  * recognised and not touched; one not merging is not "disabled" again.
  * After acting, ksm_stat is read again to check that the kernel did it.
@@ -111,6 +115,7 @@ typedef struct MergeOutcome {
         bool restored_own;              /* ENABLE gave back merging the process had of its own (not the
                                          * daemon's doing): UnmergeOnExit= leaves it (merge_ledger_update) */
         bool inject_privileged;         /* the action's: the ledger disables with the same right */
+        bool slow;                      /* a read of its ksm_stat or maps overran the deadline */
 } MergeOutcome;
 
 static inline bool merge_outcome_ok(const MergeOutcome *o) {
@@ -167,6 +172,12 @@ typedef struct MergeContext {
          * (InjectOptions.get_filter); NULL: PTRACE_SECCOMP_GET_FILTER. */
         long (*get_filter)(int tid, unsigned long idx, const struct sock_filter **ret_prog, void *userdata);
         void *filter_userdata;
+        /* Reads ksm_stat and maps with a deadline (mm_reader_read()): made
+         * with e == NULL and cb == NULL, used by this thread only. NULL: read
+         * directly, with no deadline (tests of one target); the worker
+         * makes its own when NULL. */
+        MmReader *reader;
+        uint64_t read_deadline_usec;    /* for the worker's own reader; 0: 1 s */
 } MergeContext;
 
 /* One injection, as plain values (the injector's request carries it): an
@@ -177,6 +188,7 @@ typedef struct MergeContext {
 #define MERGE_INJECT_RANGES_MAX 64
 typedef struct MergeInjectJob {
         MergeAction action;
+        uint64_t start_time_ticks;      /* the identity, for reads with a deadline (MergeContext.reader) */
         int merge_any;                  /* ksm_stat's ksm_merge_any as read before (-1 unknown) */
         ProcessIdentity expect;
         bool allow_privileged;          /* InjectPrivileged=yes */

@@ -39,7 +39,21 @@ int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret);
 /* The same over the processes viewer may see (process_visible_to()): an
  * unprivileged caller's cgroups, summed over its own processes only. */
 int savings_by_cgroup_visible(const ProcessTable *t, uid_t viewer, SavingsTable *ret);
+/* The same, and how many hash slots the grouping looked at (a test of its
+ * cost: linear in processes, whatever the number of cgroups). */
+int savings_by_cgroup_counted(const ProcessTable *t, SavingsTable *ret, uint64_t *ret_probes);
 void savings_table_done(SavingsTable *s);
+
+/* What one unprivileged call may cost is bounded: ListCgroups and
+ * ListProcesses answer with the SAVINGS_LIST_MAX largest entries at most,
+ * the last of them "(other)" summing everything left out (as the metrics
+ * file sums the series past METRICS_MAX_GROUP_SERIES). */
+#define SAVINGS_LIST_MAX 1000
+#define SAVINGS_OTHER_NAME "(other)"
+/* Folds the entries of the sorted table s from the max-th on into one,
+ * cgroup "(other)" with no unit or VM, so that s holds max entries. 1 when
+ * it did, 0 when s had no more than max, -ENOMEM. */
+int savings_table_truncate(SavingsTable *s, size_t max);
 
 /* The same sums under names that outlive a restart, for the metrics file:
  * per VM or container by its name, per systemd unit for the processes in no
@@ -68,6 +82,9 @@ typedef struct SavingsGroups {
  * profit, then name). -ENOMEM. */
 int savings_group(const SavingsTable *c, SavingsKey key, SavingsGroups *ret);
 void savings_groups_done(SavingsGroups *g);
+
+/* The sum of n processes (those past the list's cap), named "(other)". */
+void savings_sum_processes(const Process *const *list, size_t n, SavingsGroup *ret);
 
 static inline int64_t process_profit_bytes(const Process *p) {
         return p->ksm_stat_valid ? p->ksm_stat.process_profit : 0;

@@ -6,12 +6,13 @@
 
 #include <systemd/sd-event.h>
 
+#include "proc-maps.h"
 #include "procfs.h"
 #include "root.h"
 
 /* Reads the per-process files that take the target's mmap_lock (ksm_stat,
- * whose ksm_mergeable line needs mmap_read_lock, and cmdline) on worker
- * threads, never on the event loop. A read that does not return within
+ * whose ksm_mergeable line needs mmap_read_lock, cmdline and maps) on worker
+ * threads, never on the event loop nor on the merge actuator's thread. A read that does not return within
  * the deadline marks that pid slow and is left to finish on its own: the
  * kernel's wait (mmap_read_lock_killable) cannot be cancelled from here,
  * so the pool starts another worker rather than wait for it, and accepts no
@@ -21,6 +22,8 @@
 typedef enum MmReadKind {
         MM_READ_KSM_STAT,
         MM_READ_CMDLINE,
+        MM_READ_MAPS,
+        MM_READ_SMAPS_MERGEABLE,        /* the VM_MERGEABLE ranges, into maps (proc_smaps_read_mergeable) */
         _MM_READ_KIND_MAX,
 } MmReadKind;
 
@@ -31,6 +34,7 @@ typedef struct MmReadResult {
         int error;                      /* 0, or -errno (-ESRCH gone or pid reused, -ETIME overran) */
         ProcKsmStat ksm_stat;           /* MM_READ_KSM_STAT */
         char *cmdline;                  /* MM_READ_CMDLINE; the handler may take it (set it NULL) */
+        MapList maps;                   /* MM_READ_MAPS, _SMAPS_MERGEABLE; the handler may take it (zero it) */
         uint64_t duration_usec;         /* how long the read took (so far, for -ETIME) */
         bool late;                      /* the read finished, but after its deadline had been reported */
 } MmReadResult;
@@ -72,3 +76,16 @@ bool mm_reader_busy(const MmReader *r, int pid);
 int mm_reader_dispatch(MmReader *r);
 
 void mm_reader_get_counters(MmReader *r, MmReaderCounters *ret);
+
+/* For a thread that may wait, but not for longer than the deadline (the
+ * merge actuator): queues a read and waits for it at most the reader's
+ * deadline, counted from the call. 0 with *ret filled, ret->error saying
+ * how the read went: -ETIME when it did not finish in time (it is left to
+ * finish on its own, its result dropped, and no new read of that pid is
+ * accepted until it returned); -EAGAIN when it never started, every worker
+ * the pool may have being stuck on other pids (then this pid is not the
+ * slow one). -EALREADY when a read of pid from an earlier
+ * call is still stuck, -ENOMEM. Only for a reader made with e == NULL and
+ * cb == NULL, used from one thread. Free *ret with mm_read_result_done(). */
+int mm_reader_read(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks, MmReadResult *ret);
+void mm_read_result_done(MmReadResult *r);

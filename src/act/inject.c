@@ -934,21 +934,42 @@ static int run_calls(Injector *j, InjectSyscall *calls, size_t n, InjectStats *s
 /* Collects the exit of a tracee that died under us. Until its tracer has
  * waited for it, a dead tracee is not handed back to its real parent, which
  * could not reap it: the daemon would hold a zombie for as long as it runs.
- * The death is under way when ptrace says ESRCH, so this is short; bounded
- * all the same, in case the thread was only not stopped. */
-static void reap_exited(Injector *j) {
-        for (int i = 0; i < 2000; i++) {
+ * A death under way is reported within a millisecond or two, so that much
+ * is waited for (REAP_WAIT_USEC); but a thread-group leader's exit is
+ * reported only once every other thread of it is gone, and one of them
+ * stuck in D (an unanswered FUSE read, tests/helpers/mmap-lock-hog) delays
+ * that for as long as it likes: this used to poll for up to 2 s, holding
+ * every action queued behind. What is not collected by then goes on the
+ * abandoned list: inject_poll_abandoned() collects it, or detaches it at its
+ * next stop if it was only not stopped, between and during later actions. */
+#define REAP_WAIT_USEC (20 * USEC_PER_MSEC)
+static void reap_exited(Injector *j, bool regs_ours) {
+        uint64_t until = now_usec(CLOCK_MONOTONIC) + REAP_WAIT_USEC;
+        for (;;) {
                 int st;
                 pid_t k = waitpid(j->tid, &st, __WALL | WNOHANG);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return; /* ECHILD: nothing (more) to collect */
                 if (k == j->tid && (WIFEXITED(st) || WIFSIGNALED(st)))
                         return;
-                if (k < 0 && errno != EINTR)
-                        return; /* ECHILD: nothing (more) to collect */
-                if (k == j->tid)
-                        continue; /* a last stop report; the exit follows */
+                if (k == j->tid) {
+                        /* A stop report after all: it is in a stop, so let it go. */
+                        if (detach(j) >= 0)
+                                return;
+                        continue;
+                }
+                if (now_usec(CLOCK_MONOTONIC) >= until)
+                        break;
                 struct timespec ts = { 0, 1000000 };
                 nanosleep(&ts, NULL);
         }
+        /* inject_run() refuses to start with the list full; a second
+         * thread of one call may find it so: the kernel hands that one
+         * to its parent when this thread exits. */
+        if (n_abandoned < ABANDONED_MAX)
+                abandon(j, regs_ours);
 }
 
 /* What happens to one thread, from PTRACE_SEIZE to PTRACE_DETACH. Returns
@@ -978,7 +999,7 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
         for (;;) {
                 if (r < 0) {
                         if (r == -ESRCH)
-                                reap_exited(j);
+                                reap_exited(j, false);
                         return r;
                 }
                 r = wait_stop(j, deadline, &kind, &sig);
@@ -1039,7 +1060,7 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                 /* Nothing changed but perhaps the bytes below its stack. */
                 restore_scratch(j);
                 if (detach(j) == -ESRCH)
-                        reap_exited(j);
+                        reap_exited(j, false);
                 return r;
         }
         hook(j, INJECT_PHASE_FRAME_WRITTEN);
@@ -1050,21 +1071,21 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
         if (r >= 0)
                 r = xptrace(PTRACE_SETREGS, j->tid, NULL, &j->saved);
         if (r == -ESRCH) {
-                reap_exited(j);
+                reap_exited(j, true);
                 return r;
         }
         if (r < 0) {
                 /* Registers may be ours: detaching lets the fallback frame
                  * bring the target home. */
                 if (detach(j) == -ESRCH)
-                        reap_exited(j);
+                        reap_exited(j, true);
                 return r;
         }
         hook(j, INJECT_PHASE_RESTORED);
         restore_scratch(j);
         r = detach(j);
         if (r == -ESRCH)
-                reap_exited(j);
+                reap_exited(j, false);
         return r;
 }
 

@@ -449,6 +449,7 @@ static void serve_inject(const Root *root, int ctl, const InjectorRequest *req, 
         bool call_failed = false;
         MergeInjectJob job = {
                 .action = (MergeAction) req->arg,
+                .start_time_ticks = req->start_time_ticks,
                 .merge_any = req->merge_any,
                 .expect = req->expect,
                 .allow_privileged = req->flags & INJECTOR_FLAG_ALLOW_PRIVILEGED,

@@ -25,6 +25,8 @@
  * the whole span in one call: the kernel walks every VMA in it and answers
  * ENOMEM for the holes, after having unmarked the rest. */
 #define INJECT_RUNS_MAX 256
+/* The worker's reads of ksm_stat and maps, unless the context says. */
+#define MERGE_READ_DEADLINE_USEC (1 * USEC_PER_SEC)
 
 static const char *const merge_outcome_kind_table[_MERGE_OUTCOME_KIND_MAX] = {
         [MERGE_OUTCOME_DONE] = "done",
@@ -124,6 +126,44 @@ static bool method_fits(MergeMethod m, MergeAction a, const ProcKsmStat *f, cons
         }
 }
 
+/* The files that take the target's mmap_lock go through the context's
+ * reader: a process whose lock is held for seconds costs this thread, and
+ * every action queued behind it, one deadline and not the hold. -ETIME when
+ * the read overran (or one of an earlier action is still stuck), -ENOLCK
+ * when it never started: the reader's workers are all stuck on others
+ * (not EAGAIN, which process_madvise and the injector answer for reasons of
+ * their own). */
+static int read_mm_file(const MergeContext *c, MmReadKind kind, int pid, uint64_t start_time_ticks, int pid_dirfd,
+                        ProcKsmStat *ret_stat, MapList *ret_maps) {
+        MmReadResult res;
+        int r;
+
+        if (!c->reader)
+                return kind == MM_READ_MAPS             ? proc_maps_read(pid_dirfd, ret_maps)
+                       : kind == MM_READ_SMAPS_MERGEABLE ? proc_smaps_read_mergeable(pid_dirfd, ret_maps)
+                                                          : procfs_read_ksm_stat(pid_dirfd, ret_stat);
+        r = mm_reader_read(c->reader, kind, pid, start_time_ticks, &res);
+        if (r == -EALREADY)
+                return -ETIME;
+        if (r < 0)
+                return r;
+        if (res.error == -EAGAIN)
+                res.error = -ENOLCK;
+        if (res.error >= 0) {
+                if (kind == MM_READ_MAPS || kind == MM_READ_SMAPS_MERGEABLE) {
+                        *ret_maps = res.maps;
+                        res.maps = (MapList) {};
+                } else
+                        *ret_stat = res.ksm_stat;
+        }
+        mm_read_result_done(&res);
+        return res.error;
+}
+
+static uint64_t read_deadline_msec(const MergeContext *c) {
+        return (c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC) / USEC_PER_MSEC;
+}
+
 static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         long nr = a == MERGE_ACTION_ENABLE ? c->probe->process_ksm_enable_nr : c->probe->process_ksm_disable_nr;
         if (syscall(nr, pidfd, 0) < 0)
@@ -131,9 +171,11 @@ static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         return 0;
 }
 
-static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a, const MapList *exact) {
+static int do_remote_madvise(const MergeContext *c, int pidfd, const ProcessAction *pa, int pid_dirfd,
+                             const MapList *exact) {
         MapList maps = {}, runs = {};
         _cleanup_free_ struct iovec *iov = NULL;
+        MergeAction a = pa->action;
         int r;
 
         if (exact && exact->n > 0) {
@@ -143,7 +185,7 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a, const MapL
                 memcpy(runs.ranges, exact->ranges, exact->n * sizeof *exact->ranges);
                 runs.n = exact->n;
         } else {
-                r = proc_maps_read(pid_dirfd, &maps);
+                r = read_mm_file(c, MM_READ_MAPS, pa->pid, pa->start_time_ticks, pid_dirfd, NULL, &maps);
                 if (r < 0)
                         return r;
                 r = a == MERGE_ACTION_ENABLE ? map_list_anon_private(&maps, &runs)
@@ -175,6 +217,7 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a, const MapL
 int merge_inject_local(const MergeContext *c, int pidfd, int pid, int pid_dirfd, const MergeInjectJob *job,
                        InjectStats *stats, bool *ret_call_failed) {
         MergeAction a = job->action;
+        uint64_t start_time_ticks = job->start_time_ticks;
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
@@ -200,7 +243,7 @@ int merge_inject_local(const MergeContext *c, int pidfd, int pid, int pid_dirfd,
         } else {
                 /* Ranges the process marked itself (QEMU guest RAM). */
                 MapList maps = {}, runs = {};
-                r = proc_maps_read(pid_dirfd, &maps);
+                r = read_mm_file(c, MM_READ_MAPS, pid, start_time_ticks, pid_dirfd, NULL, &maps);
                 if (r < 0)
                         return r;
                 r = map_list_advisable_runs(&maps, &runs);
@@ -275,6 +318,7 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, c
         do {
                 MergeInjectJob job = {
                         .action = a->action,
+                        .start_time_ticks = start_time_ticks,
                         .merge_any = f->merge_any,
                         .expect = a->identity,
                         .allow_privileged = a->inject_privileged,
@@ -343,7 +387,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_process_ksm(c, pidfd, a->action);
                 break;
         case MERGE_METHOD_MADVISE:
-                r = do_remote_madvise(pidfd, pid_dirfd, a->action, exact);
+                r = do_remote_madvise(c, pidfd, a, pid_dirfd, exact);
                 break;
         case MERGE_METHOD_INJECT:
                 r = do_inject(c, pidfd, pid, pid_dirfd, a, f, exact, o->start_time_ticks, &stats, &call_failed);
@@ -361,6 +405,18 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 set_text(o, "method %s: process exited", name);
                 return 0;
         }
+        if (r == -ETIME || r == -ENOLCK) {
+                o->kind = MERGE_OUTCOME_FAILED;
+                o->error = r == -ETIME ? ETIME : EAGAIN;
+                o->slow = r == -ETIME;
+                if (r == -ETIME)
+                        set_text(o, "method %s: reading its maps took over %" PRIu64 " ms (mmap_lock busy): not "
+                                 "touched, marked slow", name, read_deadline_msec(c));
+                else
+                        set_text(o, "method %s: maps not read: every reader is stuck on other processes' mmap_lock; "
+                                 "not touched", name);
+                return 0;
+        }
         if (r < 0) {
                 o->error = -r;
                 if (m == MERGE_METHOD_INJECT && !call_failed && inject_refusal(r)) {
@@ -375,7 +431,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         }
 
         ProcKsmStat after;
-        r = procfs_read_ksm_stat(pid_dirfd, &after);
+        r = read_mm_file(c, MM_READ_KSM_STAT, a->pid, a->start_time_ticks, pid_dirfd, &after, NULL);
         if (r == -ESRCH) {
                 o->kind = MERGE_OUTCOME_GONE;
                 o->error = ESRCH;
@@ -391,6 +447,8 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         }
         o->kind = MERGE_OUTCOME_DONE;
         o->error = 0;
+        /* Done, but not confirmed: the next tick's reads say more. */
+        o->slow = r == -ETIME;
         if (m == MERGE_METHOD_INJECT)
                 set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)", name,
                          merge_action_to_string(a->action), stats.tid, stats.pause_usec);
@@ -478,7 +536,22 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 return 0;
         }
 
-        r = procfs_read_ksm_stat(pid_dirfd, &f);
+        r = read_mm_file(c, MM_READ_KSM_STAT, a->pid, st.start_time_ticks, pid_dirfd, &f, NULL);
+        if (r == -ETIME) {
+                o->kind = MERGE_OUTCOME_FAILED;
+                o->error = ETIME;
+                o->slow = true;
+                set_text(o, "reading its ksm_stat took over %" PRIu64 " ms (mmap_lock busy): not touched, marked slow",
+                         read_deadline_msec(c));
+                return 0;
+        }
+        if (r == -ENOLCK) {
+                /* Not its fault: it is tried again after the retry back-off. */
+                o->kind = MERGE_OUTCOME_FAILED;
+                o->error = EAGAIN;
+                set_text(o, "not read: every ksm_stat reader is stuck on other processes' mmap_lock; not touched");
+                return 0;
+        }
         if (r == -EINVAL) {
                 /* A process past exit_mm() shows an empty ksm_stat, which
                  * does not parse; it is exiting (PF_EXITING) or a zombie:
@@ -514,7 +587,7 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
         _cleanup_(map_list_done) MapList exact = {};
         const MergeRestoreEntry *rec = NULL;
         if (a->action == MERGE_ACTION_DISABLE && f.merge_any != 1) {
-                r = proc_smaps_read_mergeable(pid_dirfd, &exact);
+                r = read_mm_file(c, MM_READ_SMAPS_MERGEABLE, a->pid, a->start_time_ticks, pid_dirfd, NULL, &exact);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
@@ -734,6 +807,7 @@ struct MergeWorker {
         bool have_done;
         MergeLedger ledger;
         MergeRestoreBook restore;       /* this thread's alone */
+        MmReader *reader;               /* ours, when the context brought none */
 };
 
 static void cond_wait_until(MergeWorker *w, uint64_t until_usec) {
@@ -826,6 +900,7 @@ static void *worker_main(void *userdata) {
 static MergeWorker *worker_free(MergeWorker *w) {
         pthread_mutex_destroy(&w->lock);
         pthread_cond_destroy(&w->cond);
+        mm_reader_free(w->reader);
         safe_close(w->root.proc_fd);
         free(w->pending);
         merge_report_done(&w->done);
@@ -858,6 +933,17 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         w->ctx.give_up_usec = &w->give_up_usec;
         w->ctx.restore = &w->restore;
         w->ctx.ledger = &w->ledger;
+        if (!w->ctx.reader) {
+                /* One worker; a stuck one is replaced (up to 4). */
+                int r = mm_reader_new(&w->root, NULL, 1, c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC, NULL,
+                                      NULL, &w->reader);
+                if (r < 0) {
+                        safe_close(w->root.proc_fd);
+                        free(w);
+                        return r;
+                }
+                w->ctx.reader = w->reader;
+        }
         pthread_mutex_init(&w->lock, NULL);
         pthread_condattr_t ca;
         pthread_condattr_init(&ca);

@@ -16,10 +16,15 @@
 #include "util.h"
 
 #define LATENCY_RING 65536
-/* A pid whose ksm_stat read overran is not read again for this long after
- * the stuck read returned: its mmap_lock is busy, and every read we add
- * queues behind the writers like ksmd does. */
+/* A pid whose ksm_stat read overran (here or in the merge actuator) is not
+ * read again, nor acted on, for this long after the stuck read returned:
+ * its mmap_lock is busy, and every read we add queues behind the writers
+ * like ksmd does. */
 #define SLOW_BACKOFF_USEC (60 * USEC_PER_SEC)
+
+static bool slow_backing_off(const Process *p, uint64_t now) {
+        return p->slow && now - p->slow_since_usec < SLOW_BACKOFF_USEC;
+}
 
 typedef struct Pending {
         int pid;
@@ -641,6 +646,10 @@ static int plan_process(Discovery *d, Process *p, uint64_t now, Plan *plan) {
          * ask again only after a while. */
         if (p->action_planned_usec && now - p->action_planned_usec < d->opts.action_retry_usec)
                 return 0;
+        /* Its mmap_lock is busy: the actuator's reads would overrun too, and
+         * hold the actions of everyone else behind it for a deadline each. */
+        if (slow_backing_off(p, now))
+                return 0;
         ProcessAction pa = {
                 .pid = p->pid,
                 .start_time_ticks = p->start_time_ticks,
@@ -694,7 +703,7 @@ int discovery_tick(Discovery *d, Plan *plan) {
 
         PROCESS_TABLE_FOREACH(p, d->table, i) {
                 announce_verdict(d, p);
-                if (wants_ksm_stat(p) && !(p->slow && now - p->slow_since_usec < SLOW_BACKOFF_USEC)) {
+                if (wants_ksm_stat(p) && !slow_backing_off(p, now)) {
                         r = mm_reader_queue(d->reader, MM_READ_KSM_STAT, p->pid, p->start_time_ticks);
                         if (r == -ENOMEM)
                                 return r;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/random.h>
 
 #include "conf.h"
 #include "fileio.h"
@@ -15,6 +16,7 @@
 #include "policy-load.h"
 #include "probe.h"
 #include "root.h"
+#include "strmap.h"
 #include "util.h"
 
 /* Exit statuses, documented in ksmtuned2(8). */
@@ -286,5 +288,11 @@ static int run(int argc, char *argv[]) {
 }
 
 int main(int argc, char *argv[]) {
+        uint8_t seed[16];
+        /* Before the sandbox: grouping by names users choose (cgroup paths)
+         * hashes with a key nobody else knows. Without entropy yet the
+         * fixed key stays (hashing still works, just not keyed). */
+        if (getrandom(seed, sizeof seed, GRND_NONBLOCK) == (ssize_t) sizeof seed)
+                strmap_set_seed(seed);
         return run(argc, argv);
 }

@@ -401,14 +401,20 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         r = sd_bus_message_open_container(reply, 'a', "(isssssssbtxs)");
         if (r < 0)
                 return r;
+        /* Only what the caller may see, not even the pid of the rest: under
+         * hidepid= the caller could not know it. Then bounded: the largest
+         * SAVINGS_LIST_MAX - 1, and one sum of the rest (of its own). */
         uid_t caller = sender_uid(msg);
-        for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (process_visible_to(list[i], caller))
+                        list[k++] = list[i];
+        n = k;
+        size_t shown = n > SAVINGS_LIST_MAX ? SAVINGS_LIST_MAX - 1 : n;
+        for (size_t i = 0; i < shown; i++) {
                 const Process *p = list[i];
                 char policy[VERDICT_POLICY_MAX + 16];
 
-                /* Not even the pid: under hidepid= the caller could not know it. */
-                if (!process_visible_to(p, caller))
-                        continue;
                 format_policy(policy, sizeof policy, p);
                 r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) p->pid, bus_str(&copies, p->comm),
                                           bus_str(&copies, p->cgroup), bus_str(&copies, p->unit), bus_str(&copies, p->vm_name), bus_str(&copies, policy),
@@ -416,6 +422,16 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
                                           p->have_verdict ? strempty(merge_method_to_string(p->verdict.method)) : "",
                                           process_merging_enabled(p) > 0, p->ksm_merging_pages,
                                           process_profit_bytes(p), bus_str(&copies, p->have_verdict ? p->verdict.reason : ""));
+                if (r < 0)
+                        return r;
+        }
+        if (shown < n) {
+                SavingsGroup rest;
+                char why[64];
+                savings_sum_processes(list + shown, n - shown, &rest);
+                snprintf(why, sizeof why, "%u more processes, not listed", rest.processes);
+                r = sd_bus_message_append(reply, "(isssssssbtxs)", (int32_t) 0, rest.name, "", "", "", "", "", "",
+                                          false, rest.merging_pages, rest.profit_bytes, why);
                 if (r < 0)
                         return r;
         }
@@ -434,6 +450,8 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
 
         if (t) {
                 r = savings_by_cgroup_visible(t, sender_uid(msg), &s);
+                if (r >= 0)
+                        r = savings_table_truncate(&s, SAVINGS_LIST_MAX);
                 if (r < 0)
                         return r;
         }

@@ -60,6 +60,12 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
                  * may be long before when the queue was held. */
                 if (o->error == ETIMEDOUT)
                         p->action_planned_usec = o->time_usec;
+                /* Its mmap_lock is busy: discovery neither reads nor plans
+                 * it again until the slow back-off has passed. */
+                if (o->slow) {
+                        p->slow = true;
+                        p->slow_since_usec = o->time_usec;
+                }
         }
         /* Changes and refusals are decisions worth showing; "already" and
          * dry-run lines are not news. */

@@ -40,6 +40,14 @@
 
 /* Recent ksm_enter events, for the contenders' age in full scans. */
 #define RECENT_ENTERS 64
+/* Any user's fork loop calling PR_SET_MEMORY_MERGE makes thousands of
+ * ksm_enter events a second. They wake the controller at most once per
+ * BurstInterval= (the ones in between wake it once at the interval's end),
+ * and at most ENTER_LOG_LINES of them per ENTER_LOG_PERIOD are logged, then
+ * one line says how many were not. */
+#define ENTER_WAKE_MIN_GAP_USEC (100 * USEC_PER_MSEC)
+#define ENTER_LOG_LINES 10
+#define ENTER_LOG_PERIOD_USEC (10 * USEC_PER_SEC)
 
 struct Tuner {
         sd_event *event;
@@ -69,7 +77,75 @@ struct Tuner {
                 uint64_t full_scans;
         } enters[RECENT_ENTERS];
         unsigned n_enters;              /* ring: the newest at (n_enters - 1) % RECENT_ENTERS */
+        uint64_t enter_gap_usec;        /* BurstInterval= */
+        uint64_t enter_woke_usec;       /* the latest wake-up for a ksm_enter */
+        uint64_t enter_last_usec;       /* the latest ksm_enter */
+        sd_event_source *enter_source;  /* the coalesced wake-up, armed while one is due */
+        bool pipe_paused;               /* not watched until enter_source fires */
+        uint64_t enter_log_since_usec;  /* the current log period */
+        unsigned enter_logged;          /* lines in it */
+        uint64_t enter_suppressed;      /* events in it not logged */
 };
+
+static void on_trace_event(const TraceEvent *e, void *userdata);
+
+static int on_enter_wake(sd_event_source *s, uint64_t usec, void *userdata) {
+        Tuner *t = userdata;
+        /* The pipe rested while the wake-up was due (on_pipe): what came
+         * meanwhile is read now, in one go. A window in progress reads it
+         * when it closes. */
+        t->enter_woke_usec = now_usec(CLOCK_MONOTONIC);
+        if (t->pipe_paused && !t->collecting) {
+                t->pipe_paused = false;
+                (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
+                (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
+        }
+        if (t->wake)
+                t->wake(t->userdata);
+        return 0;
+}
+
+/* Wakes the controller now, or once at the end of the burst interval that
+ * the latest wake-up started. Returns whether it woke it now. */
+static bool enter_wake(Tuner *t, uint64_t now) {
+        int on = SD_EVENT_OFF;
+        if (!t->wake)
+                return false;
+        if (t->enter_woke_usec == 0 || now - t->enter_woke_usec >= t->enter_gap_usec) {
+                t->enter_woke_usec = now;
+                t->wake(t->userdata);
+                return true;
+        }
+        if (!t->enter_source || (sd_event_source_get_enabled(t->enter_source, &on) >= 0 && on != SD_EVENT_OFF))
+                return false;   /* one is due already (or no timer: the next tick sees it) */
+        (void) sd_event_source_set_time(t->enter_source, t->enter_woke_usec + t->enter_gap_usec);
+        (void) sd_event_source_set_enabled(t->enter_source, SD_EVENT_ONESHOT);
+        return false;
+}
+
+/* Ends a log period that is over, with a line for what it left out. */
+static void enter_log_roll(Tuner *t, uint64_t now) {
+        if (now - t->enter_log_since_usec < ENTER_LOG_PERIOD_USEC)
+                return;
+        if (t->enter_suppressed > 0)
+                log_debug("ksm_enter: %" PRIu64 " more processes made memory mergeable in the last %" PRIu64
+                          " s (suppressed %" PRIu64 " lines)",
+                          t->enter_suppressed, (now - t->enter_log_since_usec) / USEC_PER_SEC, t->enter_suppressed);
+        t->enter_log_since_usec = now;
+        t->enter_logged = 0;
+        t->enter_suppressed = 0;
+}
+
+/* Whether this event gets a log line. */
+static bool enter_log_allowed(Tuner *t, uint64_t now) {
+        enter_log_roll(t, now);
+        if (t->enter_logged < ENTER_LOG_LINES) {
+                t->enter_logged++;
+                return true;
+        }
+        t->enter_suppressed++;
+        return false;
+}
 
 static void on_trace_event(const TraceEvent *e, void *userdata) {
         Tuner *t = userdata;
@@ -84,38 +160,60 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                  * back-off cost ~0.2 s of ksmd CPU). */
                 TuneMode mode = t->controller.mode;
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
-                if ((mode == TUNE_MODE_BURST || mode == TUNE_MODE_DECAY) && t->wake &&
+                /* Not while processes keep entering KSM: each arrival
+                 * restarts the count of barren scans (model_note_ksm_enter),
+                 * so no scan end can end the burst then, and a fork loop
+                 * calling PR_SET_MEMORY_MERGE keeps the mms small and the
+                 * scans short: their ends woke a tick 20 times a second. The
+                 * arrivals' own wake-up comes once per burst interval. */
+                bool arriving = t->enter_last_usec > 0 && now - t->enter_last_usec < t->enter_gap_usec;
+                if ((mode == TUNE_MODE_BURST || mode == TUNE_MODE_DECAY) && t->wake && !arriving &&
                     now - t->model.time_usec >= SCAN_END_MIN_GAP_USEC)
                         t->wake(t->userdata);
                 return;
         }
         if (e->type == TRACE_EVENT_KSM_ENTER) {
                 int pid = e->tgid > 0 ? e->tgid : e->pid;
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
                 char comm[TASK_COMM_SIZE];
-                _cleanup_close_ int dfd = -EBADF;
-                _cleanup_free_ char *c = NULL;
 
                 strscpy(comm, sizeof comm, e->comm);
+                t->enter_last_usec = now;
+                bool logged = log_get_max_level() >= LOG_DEBUG && enter_log_allowed(t, now);
+                bool woke = enter_wake(t, now);
                 /* The trace's comm cache may say "<...>"; the process, if it
                  * is still there, knows better (comm never takes the mmap
-                 * lock). */
-                if (root_open_pid_dir(t->root, pid, &dfd) >= 0 && read_one_line_at(dfd, "comm", &c) >= 0)
-                        strscpy(comm, sizeof comm, c);
-                model_note_ksm_enter(&t->model, now_usec(CLOCK_MONOTONIC), pid, comm);
+                 * lock). Read for the events that count, not for every one
+                 * of a storm. */
+                if (logged || woke) {
+                        _cleanup_close_ int dfd = -EBADF;
+                        _cleanup_free_ char *c = NULL;
+                        if (root_open_pid_dir(t->root, pid, &dfd) >= 0 && read_one_line_at(dfd, "comm", &c) >= 0)
+                                strscpy(comm, sizeof comm, c);
+                }
+                model_note_ksm_enter(&t->model, now, pid, comm);
                 t->enters[t->n_enters % RECENT_ENTERS].pid = pid;
                 t->enters[t->n_enters % RECENT_ENTERS].full_scans = t->model.full_scans;
                 t->n_enters++;
-                log_debug("ksm_enter: pid %d (%s) made memory mergeable", pid, comm);
-                if (t->wake)
-                        t->wake(t->userdata);
+                if (logged)
+                        log_debug("ksm_enter: pid %d (%s) made memory mergeable", pid, CESCAPE(comm, CESCAPE_ASCII));
         }
 }
 
 static int on_pipe(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         Tuner *t = userdata;
+        int on = SD_EVENT_OFF;
         int r = tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
         if (r < 0) {
                 log_warning_errno(r, "Cannot read the tracefs instance's trace_pipe, no longer watching ksm_enter: %m");
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                return 0;
+        }
+        /* A coalesced wake-up is due: nothing read before it changes what
+         * it does, so the pipe rests until then rather than wake the loop
+         * for every event of a storm (buffer_percent=0 wakes it per event). */
+        if (t->enter_source && sd_event_source_get_enabled(t->enter_source, &on) >= 0 && on != SD_EVENT_OFF) {
+                t->pipe_paused = true;
                 (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
         }
         return 0;
@@ -153,6 +251,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 log_debug_errno(r, "Cannot read the contention window: %m");
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
         (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
+        t->pipe_paused = false;
         if (r < 0)
                 return 0;
 
@@ -279,6 +378,8 @@ int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, v
         t->userdata = userdata;
         t->created_usec = now_usec(CLOCK_MONOTONIC);
         t->window_scale = 1.0;
+        t->enter_gap_usec = MAX(cfg->burst_interval_usec, ENTER_WAKE_MIN_GAP_USEC);
+        t->enter_log_since_usec = t->created_usec;
         model_init(&t->model, page_size(), cfg->min_gain_pages);
         controller_init(&t->controller, cfg, now_usec(CLOCK_MONOTONIC));
 
@@ -308,6 +409,10 @@ int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, v
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
+        r = sd_event_add_time(event, &t->enter_source, CLOCK_MONOTONIC, UINT64_MAX, USEC_PER_MSEC, on_enter_wake, t);
+        if (r < 0)
+                return r;
+        (void) sd_event_source_set_enabled(t->enter_source, SD_EVENT_OFF);
         log_info("Private tracefs instance %s/%s: watching ksm_enter%s.", root->tracefs_path, tracer_name(t->tracer),
                  tracer_has_mmap_lock_events(t->tracer) ? ", sampling mmap_lock contention" : "");
         *ret = TAKE_PTR(t);
@@ -319,6 +424,7 @@ Tuner *tuner_free(Tuner *t) {
                 return NULL;
         sd_event_source_disable_unref(t->pipe_source);
         sd_event_source_disable_unref(t->window_source);
+        sd_event_source_disable_unref(t->enter_source);
         tracer_free(t->tracer);
         sd_event_unref(t->event);
         free(t);
@@ -336,6 +442,8 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
                 return 0;
         }
         t->model.min_gain_pages = MAX(cfg->min_gain_pages, UINT64_C(1));
+        t->enter_gap_usec = MAX(cfg->burst_interval_usec, ENTER_WAKE_MIN_GAP_USEC);
+        enter_log_roll(t, now_usec(CLOCK_MONOTONIC));
         model_update(&t->model, s);
 
         const ModelTick *tick = model_tick(&t->model, 0);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "savings.h"
+#include "strmap.h"
 #include "util.h"
 
 static int compare_processes(const void *a, const void *b) {
@@ -48,37 +49,49 @@ static int compare_cgroups(const void *a, const void *b) {
                                y->cgroup);
 }
 
-/* Equal strings, or both NULL (no cgroup, no unit). */
-static bool same_name(const char *a, const char *b) {
-        return (!a && !b) || (a && b && streq(a, b));
+/* The entry of name (NULL: the one for no name) in an array of n through
+ * index, or n, with *ret_new, when there is none yet. */
+static size_t find_group(StrMap *index, size_t null_at, const char *name, size_t n, bool *ret_new) {
+        size_t at = null_at;
+        bool found = name ? strmap_get(index, name, &at) : null_at != SIZE_MAX;
+        *ret_new = !found;
+        return found ? at : n;
 }
 
-int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret) {
-        return savings_by_cgroup_visible(t, 0, ret);
-}
-
-int savings_by_cgroup_visible(const ProcessTable *t, uid_t viewer, SavingsTable *ret) {
+static int by_cgroup(const ProcessTable *t, uid_t viewer, SavingsTable *ret, uint64_t *ret_probes) {
+        _cleanup_(strmap_done) StrMap index = {};
         SavingsTable s = {};
+        size_t null_at = SIZE_MAX;
         const Process *p;
+        int r;
 
         s.items = calloc(process_table_size(t) + 1, sizeof *s.items);
         if (!s.items)
                 return -ENOMEM;
-        /* Quadratic in cgroups, linear in processes: hosts have hundreds of
-         * cgroups at most, and this runs once per tick or call. */
+        /* Linear: a user with a delegated subtree makes as many cgroups as
+         * it likes, and this runs on every tick with metrics and for every
+         * unprivileged ListCgroups. */
         PROCESS_TABLE_FOREACH(p, t, i) {
-                CgroupSavings *c = NULL;
+                bool created;
                 if (p->kthread || !process_visible_to(p, viewer))
                         continue;
-                for (size_t j = 0; j < s.n && !c; j++)
-                        if (same_name(s.items[j].cgroup, p->cgroup))
-                                c = &s.items[j];
-                if (!c) {
-                        c = &s.items[s.n];
+                size_t j = find_group(&index, null_at, p->cgroup, s.n, &created);
+                CgroupSavings *c = &s.items[j];
+                if (created) {
                         if (p->cgroup && !(c->cgroup = strdup(p->cgroup))) {
                                 savings_table_done(&s);
                                 return -ENOMEM;
                         }
+                        /* the copy is the key: items never move */
+                        r = p->cgroup ? strmap_put(&index, c->cgroup, j) : 0;
+                        if (r < 0) {
+                                free(c->cgroup);
+                                c->cgroup = NULL;
+                                savings_table_done(&s);
+                                return r;
+                        }
+                        if (!p->cgroup)
+                                null_at = j;
                         c->unit = p->unit;
                         c->vm_name = p->vm_name;
                         s.n++;
@@ -88,8 +101,22 @@ int savings_by_cgroup_visible(const ProcessTable *t, uid_t viewer, SavingsTable 
                 c->profit_bytes += process_profit_bytes(p);
         }
         qsort(s.items, s.n, sizeof *s.items, compare_cgroups);
+        if (ret_probes)
+                *ret_probes = index.probes;
         *ret = s;
         return 0;
+}
+
+int savings_by_cgroup(const ProcessTable *t, SavingsTable *ret) {
+        return by_cgroup(t, 0, ret, NULL);
+}
+
+int savings_by_cgroup_visible(const ProcessTable *t, uid_t viewer, SavingsTable *ret) {
+        return by_cgroup(t, viewer, ret, NULL);
+}
+
+int savings_by_cgroup_counted(const ProcessTable *t, SavingsTable *ret, uint64_t *ret_probes) {
+        return by_cgroup(t, 0, ret, ret_probes);
 }
 
 static int compare_groups(const void *a, const void *b) {
@@ -99,26 +126,33 @@ static int compare_groups(const void *a, const void *b) {
 }
 
 int savings_group(const SavingsTable *c, SavingsKey key, SavingsGroups *ret) {
+        _cleanup_(strmap_done) StrMap index = {};
         SavingsGroups g = {};
+        size_t null_at = SIZE_MAX;
 
         g.items = calloc(c->n + 1, sizeof *g.items);
         if (!g.items)
                 return -ENOMEM;
         for (size_t i = 0; i < c->n; i++) {
                 const CgroupSavings *x = &c->items[i];
-                bool in_vm = x->vm_name;
-                SavingsGroup *e = NULL;
+                bool in_vm = x->vm_name, created;
 
                 /* A VM's processes count for the VM only, not for its scope unit as well. */
                 if (in_vm != (key == SAVINGS_BY_VM))
                         continue;
                 const char *name = in_vm ? x->vm_name : x->unit;
-                for (size_t j = 0; j < g.n && !e; j++)
-                        if (same_name(g.items[j].name, name))
-                                e = &g.items[j];
-                if (!e) {
-                        e = &g.items[g.n++];
+                size_t j = find_group(&index, null_at, name, g.n, &created);
+                SavingsGroup *e = &g.items[j];
+                if (created) {
+                        /* name is borrowed from the process table: stable */
+                        if (name && strmap_put(&index, name, j) < 0) {
+                                savings_groups_done(&g);
+                                return -ENOMEM;
+                        }
+                        if (!name)
+                                null_at = j;
                         e->name = name;
+                        g.n++;
                 }
                 e->processes += x->processes;
                 e->merging_pages += x->merging_pages;
@@ -139,4 +173,33 @@ void savings_table_done(SavingsTable *s) {
                 free(s->items[i].cgroup);
         free(s->items);
         *s = (SavingsTable) {};
+}
+
+int savings_table_truncate(SavingsTable *s, size_t max) {
+        if (s->n <= max)
+                return 0;
+        CgroupSavings other = { .cgroup = strdup(SAVINGS_OTHER_NAME) };
+        if (!other.cgroup)
+                return -ENOMEM;
+        /* max == 0 keeps the "(other)" entry alone */
+        size_t keep = max > 0 ? max - 1 : 0;
+        for (size_t i = keep; i < s->n; i++) {
+                other.processes += s->items[i].processes;
+                other.merging_pages += s->items[i].merging_pages;
+                other.profit_bytes += s->items[i].profit_bytes;
+                free(s->items[i].cgroup);
+        }
+        s->items[keep] = other;
+        s->n = keep + 1;
+        return 1;
+}
+
+void savings_sum_processes(const Process *const *list, size_t n, SavingsGroup *ret) {
+        SavingsGroup g = { .name = SAVINGS_OTHER_NAME };
+        for (size_t i = 0; i < n; i++) {
+                g.processes++;
+                g.merging_pages += list[i]->ksm_merging_pages;
+                g.profit_bytes += process_profit_bytes(list[i]);
+        }
+        *ret = g;
 }

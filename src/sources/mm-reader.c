@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +55,7 @@ struct MmReader {
 static void job_list_free(Job *j) {
         while (j) {
                 Job *n = j->next;
-                free(j->result.cmdline);
+                mm_read_result_done(&j->result);
                 free(j);
                 j = n;
         }
@@ -97,8 +98,19 @@ static void do_read(int proc_fd, Job *j) {
                 if (r >= 0 && st.start_time_ticks != j->start_time_ticks)
                         r = -ESRCH;
                 if (r >= 0)
-                        r = j->kind == MM_READ_CMDLINE ? procfs_read_cmdline(dfd, &j->result.cmdline)
-                                                       : procfs_read_ksm_stat(dfd, &j->result.ksm_stat);
+                        switch (j->kind) {
+                        case MM_READ_CMDLINE:
+                                r = procfs_read_cmdline(dfd, &j->result.cmdline);
+                                break;
+                        case MM_READ_MAPS:
+                                r = proc_maps_read(dfd, &j->result.maps);
+                                break;
+                        case MM_READ_SMAPS_MERGEABLE:
+                                r = proc_smaps_read_mergeable(dfd, &j->result.maps);
+                                break;
+                        default:
+                                r = procfs_read_ksm_stat(dfd, &j->result.ksm_stat);
+                        }
                 if (r == -ENOENT)
                         r = -ESRCH;
         }
@@ -290,7 +302,9 @@ bool mm_reader_busy(const MmReader *r, int pid) {
         return b;
 }
 
-int mm_reader_queue(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks) {
+/* Queues a read; *ret_job (may be NULL) stays valid until the job is
+ * taken off the done list. */
+static int queue_job(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks, Job **ret_job) {
         Shared *s = r->s;
         int k = 0;
 
@@ -324,8 +338,24 @@ int mm_reader_queue(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_t
         pthread_mutex_unlock(&s->lock);
         if (no_worker)
                 log_debug_errno(k, "Cannot start an mm reader thread: %m");
+        if (ret_job)
+                *ret_job = j;
         arm_timer(r);
         return 0;
+}
+
+int mm_reader_queue(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks) {
+        return queue_job(r, kind, pid, start_time_ticks, NULL);
+}
+
+/* With s->lock held: counts the workers inside a read past its deadline,
+ * which need_worker() does not count as live. */
+static void count_stuck_locked(Shared *s, uint64_t now) {
+        s->counters.stuck_now = 0;
+        for (Job *j = s->running; j; j = j->next)
+                if (j->overdue_reported || now - j->started_usec >= s->deadline_usec)
+                        s->counters.stuck_now++;
+        s->n_stuck = (unsigned) s->counters.stuck_now;
 }
 
 int mm_reader_dispatch(MmReader *r) {
@@ -344,11 +374,10 @@ int mm_reader_dispatch(MmReader *r) {
         s->done = NULL;
         for (Job *j = done; j; j = j->next)
                 s->counters.completed++;
-        s->counters.stuck_now = 0;
+        count_stuck_locked(s, now);
         for (Job *j = s->running; j; j = j->next) {
                 if (now - j->started_usec < s->deadline_usec)
                         continue;
-                s->counters.stuck_now++;
                 if (j->overdue_reported)
                         continue;
                 j->overdue_reported = true;
@@ -362,7 +391,6 @@ int mm_reader_dispatch(MmReader *r) {
                 overdue = o;
         }
         s->counters.queue_len = s->n_queued;
-        s->n_stuck = (unsigned) s->counters.stuck_now;
         /* Reads waiting behind stuck workers get fresh ones. */
         while (need_worker(s))
                 if (spawn_worker(s) < 0)
@@ -386,4 +414,88 @@ void mm_reader_get_counters(MmReader *r, MmReaderCounters *ret) {
         *ret = r->s->counters;
         ret->queue_len = r->s->n_queued;
         pthread_mutex_unlock(&r->s->lock);
+}
+
+/* With s->lock held: takes j off the queue if no worker took it yet. */
+static bool unqueue_locked(Shared *s, Job *j) {
+        Job *prev = NULL;
+        for (Job *q = s->queue_head; q; prev = q, q = q->next) {
+                if (q != j)
+                        continue;
+                if (prev)
+                        prev->next = q->next;
+                else
+                        s->queue_head = q->next;
+                if (s->queue_tail == q)
+                        s->queue_tail = prev;
+                s->n_queued--;
+                return true;
+        }
+        return false;
+}
+
+int mm_reader_read(MmReader *r, MmReadKind kind, int pid, uint64_t start_time_ticks, MmReadResult *ret) {
+        Shared *s = r->s;
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC), buf;
+        Job *j;
+        int k;
+
+        k = queue_job(r, kind, pid, start_time_ticks, &j);
+        if (k < 0)
+                return k;
+        for (;;) {
+                Job *late = NULL, *mine = NULL;
+
+                pthread_mutex_lock(&s->lock);
+                /* Ours, or reads given up on earlier that came back at last
+                 * (nobody waits for those any more). */
+                for (Job *d = s->done, *n; d; d = n) {
+                        n = d->next;
+                        s->counters.completed++;
+                        if (d == j)
+                                mine = d;
+                        else {
+                                d->next = late;
+                                late = d;
+                        }
+                }
+                s->done = NULL;
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                count_stuck_locked(s, now);
+                bool expired = !mine && now - t0 >= s->deadline_usec, started = true;
+                if (expired) {
+                        s->counters.overran++;
+                        if (unqueue_locked(s, j)) {
+                                free(j);        /* never started: every worker is stuck on others */
+                                started = false;
+                        } else if (!j->overdue_reported) {
+                                j->overdue_reported = true;
+                                count_stuck_locked(s, now);
+                        }
+                }
+                pthread_mutex_unlock(&s->lock);
+                job_list_free(late);
+
+                if (mine) {
+                        *ret = mine->result;
+                        mine->result = (MmReadResult) {};
+                        free(mine);
+                        return 0;
+                }
+                if (expired) {
+                        *ret = (MmReadResult) { .kind = kind, .pid = pid, .start_time_ticks = start_time_ticks,
+                                                .error = started ? -ETIME : -EAGAIN, .duration_usec = now - t0 };
+                        return 0;
+                }
+                uint64_t left = s->deadline_usec - (now - t0);
+                struct pollfd p = { .fd = s->efd, .events = POLLIN };
+                (void) poll(&p, 1, (int) MAX((left + USEC_PER_MSEC - 1) / USEC_PER_MSEC, (uint64_t) 1));
+                (void) !read(s->efd, &buf, sizeof buf);
+        }
+}
+
+void mm_read_result_done(MmReadResult *r) {
+        free(r->cmdline);
+        r->cmdline = NULL;
+        map_list_done(&r->maps);
 }

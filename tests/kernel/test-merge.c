@@ -575,7 +575,8 @@ static void test_sigkill_injector_mid_injection(void **state) {
  * answers ESRCH, leaves nothing attached, and the target's own parent (this
  * test; the injector is a separate process that stays alive meanwhile) can
  * reap it at once -- a tracer that never waits for a dead tracee keeps it
- * from its parent. */
+ * from its parent; the injector waits 20 ms, then leaves the exit to
+ * inject_poll_abandoned(). */
 typedef struct Killer {
         InjectPhase at;
         pid_t target;
@@ -602,6 +603,11 @@ static void test_target_exits_mid_injection(void **state) {
                         InjectSyscall call = { .nr = SYS_prctl, .args = { PR_SET_MEMORY_MERGE, 1 } };
                         int pidfd = sys_pidfd_open(w.pid, 0);
                         int r = inject_syscalls(root, pidfd, w.pid, &call, 1, &o, NULL);
+                        /* An exit not reported within 20 ms waits on the
+                         * injecting thread's abandoned list, which the merge
+                         * worker serves every 5 ms; so does this one. */
+                        while (inject_poll_abandoned() > 0)
+                                usleep(1000);
                         (void) !write(done[1], &r, sizeof r);
                         for (;;)
                                 pause();

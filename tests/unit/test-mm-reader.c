@@ -129,9 +129,79 @@ static void test_stuck_reads_do_not_block_others(void **state) {
         fake_tree_done(&t);
 }
 
+/* mm_reader_read(), the merge actuator's way in: a stuck read costs the
+ * caller one deadline, then -ETIME; the next pid's read is served at once
+ * by a replacement worker; a later read of the stuck pid fails at once
+ * (-EALREADY) rather than wait again; maps come back parsed. */
+static void test_read_with_deadline(void **state) {
+        FakeTree t;
+        _cleanup_(root_freep) Root *root = NULL;
+        MmReader *r = NULL;
+        MmReadResult res;
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        add_proc(&t, 100, true);
+        add_proc(&t, 200, false);
+        fake_write(&t, "proc/200/maps", "7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \n");
+        assert_int_equal(root_open(t.path, &root), 0);
+        assert_int_equal(mm_reader_new(root, NULL, 1, 100 * USEC_PER_MSEC, NULL, NULL, &r), 0);
+
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, 100, 4242, &res), 0);
+        uint64_t stuck = now_usec(CLOCK_MONOTONIC) - t0;
+        assert_int_equal(res.error, -ETIME);
+        assert_true(stuck >= 100 * USEC_PER_MSEC && stuck < 600 * USEC_PER_MSEC);
+
+        t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, 200, 4242, &res), 0);
+        uint64_t next = now_usec(CLOCK_MONOTONIC) - t0;
+        print_message("stuck read given up after %" PRIu64 " ms, the next one served in %" PRIu64 " ms\n",
+                      stuck / USEC_PER_MSEC, next / USEC_PER_MSEC);
+        assert_int_equal(res.error, 0);
+        assert_int_equal(res.ksm_stat.merging_pages, 3);
+        assert_true(next < 100 * USEC_PER_MSEC);
+
+        assert_int_equal(mm_reader_read(r, MM_READ_MAPS, 200, 4242, &res), 0);
+        assert_int_equal(res.error, 0);
+        assert_int_equal(res.maps.n, 1);
+        mm_read_result_done(&res);
+
+        t0 = now_usec(CLOCK_MONOTONIC);
+        assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, 100, 4242, &res), -EALREADY);
+        assert_true(now_usec(CLOCK_MONOTONIC) - t0 < 50 * USEC_PER_MSEC);
+        assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, 200, 1, &res), 0);
+        assert_int_equal(res.error, -ESRCH);
+
+        /* Stuck on as many pids as the pool may have workers (1 x 4): a read
+         * of anyone else never starts, which is -EAGAIN, not -ETIME (that pid
+         * is not the slow one). */
+        for (int pid = 101; pid < 101 + MM_READER_MAX_THREADS_FACTOR - 1; pid++) {
+                add_proc(&t, pid, true);
+                assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, pid, 4242, &res), 0);
+                assert_int_equal(res.error, -ETIME);
+        }
+        assert_int_equal(mm_reader_read(r, MM_READ_KSM_STAT, 200, 4242, &res), 0);
+        assert_int_equal(res.error, -EAGAIN);
+        for (int pid = 101; pid < 101 + MM_READER_MAX_THREADS_FACTOR - 1; pid++)
+                release(&t, pid);
+
+        /* released: its late result is dropped, and it can be read again */
+        release(&t, 100);
+        uint64_t end = now_usec(CLOCK_MONOTONIC) + 2 * USEC_PER_SEC;
+        int k;
+        while ((k = mm_reader_read(r, MM_READ_KSM_STAT, 100, 4242, &res)) == -EALREADY &&
+               now_usec(CLOCK_MONOTONIC) < end)
+                usleep(10 * 1000);
+        assert_int_equal(k, 0);
+        mm_reader_free(r);
+        fake_tree_done(&t);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_stuck_reads_do_not_block_others),
+                cmocka_unit_test(test_read_with_deadline),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
