@@ -58,6 +58,8 @@ Cmdline=*ksmtuned2-injector.*
 [Merge]
 Mode=always
 Method=inject
+# mem-merge=off is the guest's own opt-out: only this key switches it on.
+OverrideOptOut=yes
 POL
 cat > "$tmp/policy.d/51-deny.policy" <<POL
 [Match]

@@ -175,7 +175,15 @@ static void merge_by(MergeMethod m) {
          * while ksmd scans, so the global counter is checked for holding at
          * least this process's sharing, and its own count exactly. */
         assert_true(sharing1 >= 2048 * 3);
-        assert_int_equal(ksm_process_merging_pages(w.pid), 8192);
+        /* Its 8192 copies, and with PR_SET_MEMORY_MERGE (the whole mm) a
+         * few pages of its own heap or stack that happen to equal a page of
+         * another process merging on this machine (seen: 8194 while QEMU
+         * guests merged beside it). */
+        uint64_t own = ksm_process_merging_pages(w.pid);
+        if (m == MERGE_METHOD_MADVISE)
+                assert_int_equal(own, 8192);
+        else
+                assert_in_range(own, 8192, 8192 + 64);
 
         /* Mode=never: merging off again, and the kernel unmerges at once. */
         o = apply(&c, w.pid, MERGE_ACTION_DISABLE, m);
