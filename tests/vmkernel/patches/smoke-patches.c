@@ -624,14 +624,112 @@ static void check_pairs(void) {
                        merged, DELAYS, AFTER, reached, merged < DELAYS ? "; not merged at delays" : "", missing);
 }
 
+static atomic_bool writer_stop;
+static uint64_t writer_max_usec;
+static void *writer(void *arg) {
+        (void) arg;
+        while (!atomic_load(&writer_stop)) {
+                uint64_t t0 = now_usec();
+                void *p = mmap(NULL, PAGE, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                uint64_t dt = now_usec() - t0;
+                if (p != MAP_FAILED)
+                        munmap(p, PAGE);
+                if (dt > writer_max_usec)
+                        writer_max_usec = dt;
+                usleep(500);
+        }
+        return NULL;
+}
+
+#define THP "/sys/kernel/mm/transparent_hugepage/"
+
+/* 0003 (guest only: changes khugepaged's knobs, restored on return only):
+ * 20000 ineligible VMAs and a writer; the longest hold of our mm's mmap
+ * lock by khugepaged, from its mmap_lock events' timestamps. */
+static void check_khugepaged(void) {
+        enum { NVMAS = 20000 };
+        char old_sleep[32], old_pages[32], filter[128], path[256], line[1024];
+        pid_t khp = find_kthread("khugepaged");
+        if (khp < 0 || read_file(THP "khugepaged/scan_sleep_millisecs", old_sleep, sizeof old_sleep) < 0 ||
+            read_file(THP "khugepaged/pages_to_scan", old_pages, sizeof old_pages) < 0 || instance_create() < 0) {
+                report("0003", UNKNOWN, "no khugepaged, its knobs or a tracefs instance");
+                return;
+        }
+        /* Alternating protections: neighbours cannot merge into one VMA. */
+        char *base = mmap(NULL, 2 * NVMAS * PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        for (size_t i = 0; base != MAP_FAILED && i < 2 * NVMAS; i += 2)
+                mprotect(base + i * PAGE, PAGE, PROT_READ);
+        char *huge = mmap(NULL, 8UL << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED || huge == MAP_FAILED || madvise(huge, 8UL << 20, MADV_HUGEPAGE) < 0) {
+                report("0003", UNKNOWN, "cannot map: %m");
+                return;
+        }
+        snprintf(filter, sizeof filter, "common_pid == %d", (int) khp);
+        if (event_set("mmap_lock_acquire_returned", filter, true) < 0 || event_set("mmap_lock_released", filter, true) < 0) {
+                report("0003", UNKNOWN, "no mmap_lock events");
+                return;
+        }
+        write_file(THP "khugepaged/pages_to_scan", "4096");
+        write_file(THP "khugepaged/scan_sleep_millisecs", "10");
+        pthread_t th;
+        atomic_store(&writer_stop, false);
+        writer_max_usec = 0;
+        pthread_create(&th, NULL, writer, NULL);
+        sleep(15);
+        atomic_store(&writer_stop, true);
+        pthread_join(th, NULL);
+        write_file(THP "khugepaged/scan_sleep_millisecs", old_sleep);
+        write_file(THP "khugepaged/pages_to_scan", old_pages);
+        event_set("mmap_lock_acquire_returned", NULL, false);
+        event_set("mmap_lock_released", NULL, false);
+        /* Longest acquire_returned(success=true) -> released span, any mm
+         * (ours is the only one with many VMAs). */
+        snprintf(path, sizeof path, "%s/trace", instance);
+        FILE *f = fopen(path, "re");
+        double t_acq = -1, longest = 0;
+        long holds = 0;
+        while (f && fgets(line, sizeof line, f)) {
+                char *c = strstr(line, ": mmap_lock_");
+                if (line[0] == '#' || !c)
+                        continue;
+                char *ts = c;
+                while (ts > line && ts[-1] != ' ')
+                        ts--;
+                double t = strtod(ts, NULL);
+                if (strstr(c, "acquire_returned") && strstr(c, "success=true"))
+                        t_acq = t;
+                else if (strstr(c, "released") && t_acq >= 0) {
+                        if (t - t_acq > longest)
+                                longest = t - t_acq;
+                        holds++;
+                        t_acq = -1;
+                }
+        }
+        if (f)
+                fclose(f);
+        munmap(base, 2 * NVMAS * PAGE);
+        munmap(huge, 8UL << 20);
+        instance_remove();
+        if (holds == 0)
+                report("0003", UNKNOWN, "khugepaged never held the mmap lock in 15 s");
+        else
+                report("0003", UNKNOWN,
+                       "khugepaged's longest mmap_lock hold %.1f ms over %ld holds; the writer's worst mmap() %" PRIu64
+                       " us (%d ineligible VMAs; compare stock and patched)",
+                       longest * 1000, holds, writer_max_usec, NVMAS);
+}
+
 int main(int argc, char **argv) {
+        bool khugepaged = false;
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--expect=patched") == 0)
                         expect = PRESENT;
                 else if (strcmp(argv[i], "--expect=stock") == 0)
                         expect = ABSENT;
+                else if (strcmp(argv[i], "--khugepaged") == 0)
+                        khugepaged = true;
                 else {
-                        fprintf(stderr, "usage: %s [--expect=patched|stock]\n", argv[0]);
+                        fprintf(stderr, "usage: %s [--expect=patched|stock] [--khugepaged]\n", argv[0]);
                         return 2;
                 }
         }
@@ -642,7 +740,10 @@ int main(int argc, char **argv) {
         check_sparse_unmerge();
         check_ksmd_locking();
         check_pairs();
-        printf("0003  not checked (khugepaged: see README.md)\n");
+        if (khugepaged)
+                check_khugepaged();
+        else
+                printf("0003  not checked (--khugepaged, guests only)\n");
         ksm_guard_restore();
         return mismatches ? 1 : 0;
 }
