@@ -465,6 +465,8 @@ int manager_start_stages(Manager *m) {
         r = tuner_new(m->event, m->root, m->ksmd_pid, &m->config, manager_wake, m, &m->tuner);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up tuning: %m");
+        tuner_set_kernel(m->tuner, &m->probe,
+                         (m->knobs.saved_mask & (UINT64_C(1) << KSM_SMART_SCAN)) ? (int) m->knobs.original[KSM_SMART_SCAN] : -1);
         return 0;
 }
 
