@@ -100,6 +100,13 @@ double manager_ksmd_cpu_fraction(const Manager *m) {
         return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
 }
 
+const KernelFixes *manager_kernel_fixes(const Manager *m, KernelFixes *buf) {
+        if (m->tuner)
+                return &tuner_model(m->tuner)->fixes;
+        probe_kernel_fixes(&m->probe, buf);
+        return buf;
+}
+
 const Controller *manager_controller(const Manager *m) {
         return m->tuner ? tuner_controller(m->tuner) : NULL;
 }
