@@ -142,6 +142,12 @@ void unmerge_plan_done(UnmergePlan *p);
  * UNMERGE_MAX_TOTAL_USEC is refused with a reason. -ENOMEM. */
 int unmerge_plan_make(const KernelFixes *k, const uint64_t (*ranges)[2], size_t n, uint64_t page_size,
                       UnmergePlan *ret);
+/* The next chunk of at most chunk_pages from *cursor (an address; 0 at
+ * the start) over ranges; moves the cursor past it. False when no range is
+ * left. Consecutive ranges share a chunk while it has room: madvise()
+ * crosses the holes between VMAs (ENOMEM after doing the rest). */
+bool unmerge_next_chunk(const uint64_t (*ranges)[2], size_t n, uint64_t page_size, uint64_t chunk_pages,
+                        uint64_t *cursor, UnmergeChunk *ret);
 /* The next chunk's size from how long the last one held the target:
  * the estimate scales with what was measured, within a factor of two per
  * step. */

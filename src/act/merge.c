@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "inject.h"
+#include "kernel-fixes.h"
 #include "log.h"
 #include "merge.h"
 #include "proc-maps.h"
@@ -62,6 +63,15 @@ static int report_push(MergeReport *r, const MergeOutcome *o) {
 static const char *errname(int e) {
         const char *s = strerrorname_np(e);
         return s ? s : "E?";
+}
+
+/* Notes and reasons are cut to their buffer on purpose. */
+static void note_printf(char *buf, size_t n, const char *fmt, ...) _printf_(3, 4);
+static void note_printf(char *buf, size_t n, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, n, fmt, ap);
+        va_end(ap);
 }
 
 static void set_text(MergeOutcome *o, const char *fmt, ...) _printf_(2, 3);
@@ -122,6 +132,84 @@ static bool method_fits(MergeMethod m, MergeAction a, const ProcKsmStat *f) {
         }
 }
 
+/* Seed 003: on a kernel whose break_ksm() walks every page of a range,
+ * switching off a process with a large sparse mergeable mapping (a JVM's
+ * reserved heap, a guest's RAM mapped MAP_NORESERVE) holds its thread (an
+ * injected call) or its mmap_lock (a remote madvise) in the kernel for as
+ * long as the walk takes: 256 GiB took 22 s on the test machine, a 32 TiB
+ * one 9 min in the seed's thread. The plan says whether one call is cheap
+ * enough, cuts the walk into chunks of about UNMERGE_CHUNK_BUDGET_USEC, or
+ * refuses. Reading maps takes the target's mmap_lock: the merge worker,
+ * off the loop, under the action's own deadline. */
+static int unmerge_plan_for(const MergeContext *c, int pid_dirfd, UnmergePlan *ret, uint64_t (**ret_ranges)[2],
+                            size_t *ret_n) {
+        MapList maps = {}, runs = {};
+        KernelFixes k;
+        int r;
+
+        r = proc_maps_read(pid_dirfd, &maps);
+        if (r < 0)
+                return r;
+        r = map_list_advisable_runs(&maps, &runs);
+        map_list_done(&maps);
+        if (r < 0)
+                return r;
+        uint64_t (*ranges)[2] = calloc(MAX(runs.n, (size_t) 1), sizeof *ranges);
+        if (!ranges) {
+                map_list_done(&runs);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < runs.n; i++) {
+                ranges[i][0] = runs.ranges[i].start;
+                ranges[i][1] = runs.ranges[i].end;
+        }
+        size_t n = runs.n;
+        map_list_done(&runs);
+        probe_kernel_fixes(c->probe, &k);
+        r = unmerge_plan_make(&k, (const uint64_t (*)[2]) ranges, n, page_size(), ret);
+        if (r < 0) {
+                free(ranges);
+                return r;
+        }
+        *ret_ranges = ranges;
+        *ret_n = n;
+        return 0;
+}
+
+/* One chunk: the injected madvise or the remote one; returns -errno and
+ * how long the target was held. */
+typedef int (*UnmergeChunkFn)(const UnmergeChunk *chunk, void *userdata, uint64_t *ret_held_usec);
+
+typedef struct ChunkedResult {
+        size_t chunks;
+        uint64_t max_held_usec, total_held_usec;
+} ChunkedResult;
+
+static int unmerge_chunked(const MergeContext *c, const UnmergePlan *p, const uint64_t (*ranges)[2], size_t n,
+                           UnmergeChunkFn fn, void *userdata, ChunkedResult *res) {
+        uint64_t cursor = 0, chunk_pages = p->chunk_pages;
+        UnmergeChunk chunk;
+
+        while (unmerge_next_chunk(ranges, n, page_size(), chunk_pages, &cursor, &chunk)) {
+                uint64_t held = 0;
+                int r;
+
+                if (c->give_up_usec) {
+                        uint64_t g = atomic_load(c->give_up_usec);
+                        if (g != 0 && now_usec(CLOCK_MONOTONIC) >= g)
+                                return -ECANCELED;
+                }
+                r = fn(&chunk, userdata, &held);
+                if (r < 0)
+                        return r;
+                res->chunks++;
+                res->max_held_usec = MAX(res->max_held_usec, held);
+                res->total_held_usec += held;
+                chunk_pages = unmerge_next_chunk_pages(chunk_pages, held);
+        }
+        return 0;
+}
+
 static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         long nr = a == MERGE_ACTION_ENABLE ? c->probe->process_ksm_enable_nr : c->probe->process_ksm_disable_nr;
         if (syscall(nr, pidfd, 0) < 0)
@@ -129,10 +217,42 @@ static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         return 0;
 }
 
-static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
+static int remote_madvise_chunk(const UnmergeChunk *chunk, void *userdata, uint64_t *ret_held_usec) {
+        int pidfd = *(int *) userdata;
+        struct iovec iov = { .iov_base = (void *) (uintptr_t) chunk->start, .iov_len = (size_t) (chunk->end - chunk->start) };
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        long k = sys_process_madvise(pidfd, &iov, 1, MADV_UNMERGEABLE, 0);
+        int e = errno;
+        *ret_held_usec = now_usec(CLOCK_MONOTONIC) - t0;
+        if (k < 0 && e != ENOMEM)
+                return -e;
+        return 0;
+}
+
+static int do_remote_madvise(const MergeContext *c, int pidfd, int pid_dirfd, MergeAction a, char *note, size_t note_size) {
         MapList maps = {}, runs = {};
         _cleanup_free_ struct iovec *iov = NULL;
         int r;
+
+        if (a == MERGE_ACTION_DISABLE) {
+                _cleanup_(unmerge_plan_done) UnmergePlan p = {};
+                _cleanup_free_ uint64_t (*ranges)[2] = NULL;
+                size_t n = 0;
+                r = unmerge_plan_for(c, pid_dirfd, &p, &ranges, &n);
+                if (r < 0)
+                        return r;
+                if (p.refused) {
+                        note_printf(note, note_size, "%s", p.reason);
+                        return -E2BIG;
+                }
+                if (p.chunked) {
+                        ChunkedResult res = {};
+                        r = unmerge_chunked(c, &p, (const uint64_t (*)[2]) ranges, n, remote_madvise_chunk, &pidfd, &res);
+                        note_printf(note, note_size, " in %zu chunks, mmap_lock held <= %" PRIu64 " us (%s)",
+                                    res.chunks, res.max_held_usec, p.reason);
+                        return r;
+                }
+        }
 
         r = proc_maps_read(pid_dirfd, &maps);
         if (r < 0)
@@ -161,11 +281,74 @@ static int do_remote_madvise(int pidfd, int pid_dirfd, MergeAction a) {
         return r;
 }
 
+typedef struct InjectChunkCtx {
+        const MergeContext *c;
+        int pidfd, pid;
+        InjectStats *stats;
+        bool *call_failed;
+} InjectChunkCtx;
+
+static InjectOptions inject_options(const MergeContext *c) {
+        return (InjectOptions) {
+                .stop_timeout_usec = c->stop_timeout_usec,
+                .allow_seccomp = c->inject_seccomp,
+                .give_up_usec = c->give_up_usec,
+        };
+}
+
+/* One injection per chunk: the thread runs its own code between them. */
+static int inject_chunk(const UnmergeChunk *chunk, void *userdata, uint64_t *ret_held_usec) {
+        InjectChunkCtx *x = userdata;
+        InjectSyscall call = { .nr = SYS_madvise, .args = { chunk->start, chunk->end - chunk->start, MADV_UNMERGEABLE } };
+        InjectOptions o = inject_options(x->c);
+        InjectStats st = {};
+        int r = inject_syscalls(x->c->root, x->pidfd, x->pid, &call, 1, &o, &st);
+        *ret_held_usec = st.pause_usec;
+        x->stats->tid = st.tid;
+        x->stats->pause_usec = MAX(x->stats->pause_usec, st.pause_usec);
+        x->stats->signals_suppressed += st.signals_suppressed;
+        if (r < 0) {
+                strscpy(x->stats->reason, sizeof x->stats->reason, st.reason);
+                return r;
+        }
+        if (call.ret < 0 && call.ret != -ENOMEM) {
+                snprintf(x->stats->reason, sizeof x->stats->reason, "the injected madvise returned %s",
+                         errname((int) -call.ret));
+                *x->call_failed = true;
+                return (int) call.ret;
+        }
+        return 0;
+}
+
 static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, MergeAction a, const ProcKsmStat *f,
-                     InjectStats *stats, bool *ret_call_failed) {
+                     InjectStats *stats, bool *ret_call_failed, char *note, size_t note_size) {
         _cleanup_free_ InjectSyscall *calls = NULL;
         size_t n = 0;
         int r;
+
+        if (a == MERGE_ACTION_DISABLE) {
+                _cleanup_(unmerge_plan_done) UnmergePlan p = {};
+                _cleanup_free_ uint64_t (*ranges)[2] = NULL;
+                size_t n_ranges = 0;
+                r = unmerge_plan_for(c, pid_dirfd, &p, &ranges, &n_ranges);
+                if (r < 0)
+                        return r;
+                if (p.refused) {
+                        strscpy(stats->reason, sizeof stats->reason, p.reason);
+                        return -E2BIG;
+                }
+                if (p.chunked) {
+                        /* Every range first, a chunk per injection; then
+                         * the prctl finds no VM_MERGEABLE left to walk. */
+                        InjectChunkCtx x = { .c = c, .pidfd = pidfd, .pid = pid, .stats = stats,
+                                             .call_failed = ret_call_failed };
+                        ChunkedResult res = {};
+                        r = unmerge_chunked(c, &p, (const uint64_t (*)[2]) ranges, n_ranges, inject_chunk, &x, &res);
+                        note_printf(note, note_size, " in %zu chunks (%s)", res.chunks, p.reason);
+                        if (r < 0 || f->merge_any != 1)
+                                return r;
+                }
+        }
 
         if (a == MERGE_ACTION_ENABLE || f->merge_any == 1) {
                 calls = calloc(1, sizeof *calls);
@@ -205,12 +388,10 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
                 map_list_done(&runs);
         }
 
-        InjectOptions o = {
-                .stop_timeout_usec = c->stop_timeout_usec,
-                .allow_seccomp = c->inject_seccomp,
-                .give_up_usec = c->give_up_usec,
-        };
+        InjectOptions o = inject_options(c);
+        uint64_t chunks_pause = stats->pause_usec;
         r = inject_syscalls(c->root, pidfd, pid, calls, n, &o, stats);
+        stats->pause_usec = MAX(stats->pause_usec, chunks_pause);
         if (r < 0)
                 return r;
         for (size_t i = 0; i < n; i++) {
@@ -265,6 +446,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                       const ProcessAction *a, const ProcKsmStat *f, MergeOutcome *o) {
         InjectStats stats = {};
         bool call_failed = false;
+        char note[160] = "";
         int r;
 
         o->used = m;
@@ -273,10 +455,12 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_process_ksm(c, pidfd, a->action);
                 break;
         case MERGE_METHOD_MADVISE:
-                r = do_remote_madvise(pidfd, pid_dirfd, a->action);
+                r = do_remote_madvise(c, pidfd, pid_dirfd, a->action, note, sizeof note);
+                if (r == -E2BIG)
+                        strscpy(stats.reason, sizeof stats.reason, note);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, &stats, &call_failed);
+                r = do_inject(c, pidfd, pid, pid_dirfd, a->action, f, &stats, &call_failed, note, sizeof note);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:
@@ -293,7 +477,11 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         }
         if (r < 0) {
                 o->error = -r;
-                if (m == MERGE_METHOD_INJECT && !call_failed && inject_refusal(r)) {
+                if (r == -E2BIG) {
+                        /* seed 003: not done, to protect the target */
+                        o->kind = MERGE_OUTCOME_REFUSED;
+                        set_text(o, "method %s refused: %s", name, stats.reason);
+                } else if (m == MERGE_METHOD_INJECT && !call_failed && inject_refusal(r)) {
                         o->kind = MERGE_OUTCOME_REFUSED;
                         set_text(o, "method %s refused: %s (%s)", name, errname(-r), stats.reason);
                 } else {
@@ -322,10 +510,10 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         o->kind = MERGE_OUTCOME_DONE;
         o->error = 0;
         if (m == MERGE_METHOD_INJECT)
-                set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)", name,
-                         merge_action_to_string(a->action), stats.tid, stats.pause_usec);
+                set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)%s", name,
+                         merge_action_to_string(a->action), stats.tid, stats.pause_usec, note);
         else
-                set_text(o, "method %s: %sd", name, merge_action_to_string(a->action));
+                set_text(o, "method %s: %sd%s", name, merge_action_to_string(a->action), note);
         return 0;
 }
 

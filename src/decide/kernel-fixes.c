@@ -240,33 +240,45 @@ int unmerge_plan_make(const KernelFixes *k, const uint64_t (*ranges)[2], size_t 
 
         p.chunked = true;
         p.chunk_pages = MAX((uint64_t) ((double) UNMERGE_CHUNK_BUDGET_USEC * NSEC_PER_USEC / per_page), UINT64_C(1));
-        /* Consecutive ranges share a chunk while it has room: madvise()
-         * crosses the holes between VMAs (ENOMEM after doing the rest). */
         size_t alloc = (size_t) (p.walk_pages / p.chunk_pages) + n + 1;
         p.chunks = calloc(alloc, sizeof *p.chunks);
         if (!p.chunks)
                 return -ENOMEM;
-        UnmergeChunk *cur = NULL;
-        for (size_t i = 0; i < n; i++) {
-                uint64_t s = ranges[i][0], e = ranges[i][1];
-                while (s < e) {
-                        if (!cur || cur->pages >= p.chunk_pages) {
-                                if (p.n_chunks >= alloc)
-                                        break;
-                                cur = &p.chunks[p.n_chunks++];
-                                *cur = (UnmergeChunk) { .start = s, .end = s };
-                        }
-                        uint64_t room = (p.chunk_pages - cur->pages) * page_size;
-                        uint64_t take = MIN(e - s, room);
-                        cur->end = s + take;
-                        cur->pages += take / page_size;
-                        s += take;
-                }
-        }
-        snprintf(p.reason, sizeof p.reason, "%s of mergeable mappings, ~%s in one go without the break_ksm range walk",
+        uint64_t cursor = 0;
+        while (p.n_chunks < alloc &&
+               unmerge_next_chunk(ranges, n, page_size, p.chunk_pages, &cursor, &p.chunks[p.n_chunks]))
+                p.n_chunks++;
+        snprintf(p.reason, sizeof p.reason, "no break_ksm range walk: %s mergeable, ~%s in one go",
                  format_bytes(a, sizeof a, p.walk_pages * page_size), format_timespan(b, sizeof b, p.estimate_usec));
         *ret = p;
         return 0;
+}
+
+bool unmerge_next_chunk(const uint64_t (*ranges)[2], size_t n, uint64_t page_size, uint64_t chunk_pages,
+                        uint64_t *cursor, UnmergeChunk *ret) {
+        UnmergeChunk c = {};
+        bool any = false;
+
+        if (page_size == 0)
+                page_size = PAGE_SIZE_DEFAULT;
+        chunk_pages = MAX(chunk_pages, UINT64_C(1));
+        for (size_t i = 0; i < n && c.pages < chunk_pages; i++) {
+                uint64_t s = MAX(ranges[i][0], *cursor), e = ranges[i][1];
+                if (s >= e)
+                        continue;
+                if (!any) {
+                        c.start = s;
+                        any = true;
+                }
+                uint64_t take = MIN(e - s, (chunk_pages - c.pages) * page_size);
+                c.end = s + take;
+                c.pages += take / page_size;
+        }
+        if (!any)
+                return false;
+        *cursor = c.end;
+        *ret = c;
+        return true;
 }
 
 uint64_t unmerge_next_chunk_pages(uint64_t chunk_pages, uint64_t held_usec) {
