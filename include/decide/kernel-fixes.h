@@ -17,11 +17,19 @@
  *                    one of ksmd's mmap_lock_acquire_returned says success=false
  *                    (a blocking mmap_read_lock cannot fail); no once ksmd
  *                    was seen waiting behind write-held locks
- *                    KERNEL_FIX_TRYLOCK_NO_WAITS times without one failed try.
- *   per-vma     001  ksmd reads VMAs under per-VMA locks: yes when a clean
- *                    window shows ksmd taking fewer than one mmap lock per ten
- *                    scanned pages; no when it took one per two or more
- *                    (stock takes at least one per scanned page).
+ *                    KERNEL_FIX_TRYLOCK_NO_WAITS times without one failed try,
+ *                    on a kernel known to walk the tree under the mmap lock
+ *                    (per-vma "no"): with per-VMA lookups the trylock is only
+ *                    a fallback, and ksmd's scan itself still blocks, so
+ *                    waits without failures say nothing there.
+ *   per-vma     001  ksmd's unstable-tree lookups take VMA locks, not the mmap
+ *                    lock. Stock ksmd takes the mmap lock once per scanned
+ *                    page (the scan itself) plus once per unstable-tree node
+ *                    on the way down (about log2 N - 1.4 more for a tree of
+ *                    N), so while the tree holds at least 1024 pages: yes
+ *                    under 1.5 mmap locks per scanned page in a clean window,
+ *                    no at 3 or more; yes too under 0.1 per page whatever
+ *                    the tree (a ksmd that also scans under VMA locks).
  *   khugepaged  002  khugepaged drops a contended mmap read lock between
  *                    batches of VMAs: yes once it was seen releasing a read
  *                    lock, another task write-locking that mm, and
@@ -32,9 +40,15 @@
  *                    region 16 times larger takes about as long (yes) or
  *                    about 16 times as long (no); the ratio, not a time, so
  *                    it holds on a slow emulator as on hardware.
- *   smart-scan  004  smart-scan skips aligned with the scan number: no when a
- *                    full scan with smart_scan=0 (the workaround) merged pages
- *                    that stalled smart scans had left; never "yes". */
+ *   smart-scan  004  smart-scan skips aligned with the scan number: with the fix
+ *                    a full scan whose number is a multiple of 8 skips no
+ *                    page, without it old pages are skipped on their own
+ *                    phase in any scan. From pages_skipped read at each
+ *                    ksm:ksm_stop_scan while ksmd sleeps: no once a multiple
+ *                    of 8 skipped pages, yes after 3 that skipped none while
+ *                    the scans between them did; no also when the
+ *                    workaround's full scan with smart_scan=0 merged pages
+ *                    that stalled smart scans had left. */
 
 typedef enum KernelFixId {
         KERNEL_FIX_TRYLOCK,
@@ -90,16 +104,23 @@ typedef struct KernelFixes {
         /* 003: the walk cost per page of a sparse mapping, from the probe */
         double unmerge_nsec_per_page;   /* 0: not measured */
 
-        /* 004: the workaround's full scans without smart_scan */
+        /* 004: skips per scan, and the workaround's full scans without smart_scan */
+        uint64_t aligned_scans_clean;   /* multiples of 8 that skipped nothing, others skipping */
+        bool other_scan_skipped;        /* the latest other scan skipped pages */
         uint64_t workaround_scans;
         uint64_t workaround_gain_pages; /* new sharing those scans found */
 } KernelFixes;
 
 void kernel_fixes_init(KernelFixes *k);
 void kernel_fixes_note_unmerge_probe(KernelFixes *k, const UnmergeProbe *p);
-/* One finished trace window, during which ksmd scanned scanned_pages.
- * Returns true when a state changed (to log it). */
-bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_t scanned_pages);
+/* One finished trace window, during which ksmd scanned scanned_pages with
+ * unstable_pages in the unstable tree (pages_unshared). Returns true when a
+ * state changed (to log it). */
+bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_t scanned_pages,
+                              uint64_t unstable_pages);
+/* Full scan number seq (ksm_stop_scan's) skipped skipped_pages with
+ * smart_scan on. Returns true when a state changed. */
+bool kernel_fixes_note_scan_skips(KernelFixes *k, uint64_t seq, uint64_t skipped_pages);
 /* A full scan with smart_scan=0 ended that found gain_pages of new sharing
  * after stalled_scans smart scans had found none. Returns true when a
  * state changed. */

@@ -65,6 +65,8 @@ struct Tuner {
         int khugepaged_pid;
         FixState logged_fix[_KERNEL_FIX_MAX];
         SmartScanWorkaround smart_scan;
+        uint64_t stop_seq, stop_skipped;        /* the latest ksm_stop_scan read cleanly */
+        bool stop_clean;
         bool smart_scan_restore;        /* plan smart_scan=1 once: the workaround's, or a killed instance's */
         uint64_t created_usec;
         uint64_t lost_logged;
@@ -75,11 +77,46 @@ struct Tuner {
         unsigned n_enters;              /* ring: the newest at (n_enters - 1) % RECENT_ENTERS */
 };
 
+/* A seed fix whose state changed: once, with the evidence and what the
+ * daemon does now because of it. */
+static void log_kernel_fixes(Tuner *t) {
+        const KernelFixes *k = &t->model.fixes;
+        for (KernelFixId i = 0; i < _KERNEL_FIX_MAX; i++) {
+                if (k->fix[i].state == t->logged_fix[i])
+                        continue;
+                t->logged_fix[i] = k->fix[i].state;
+                log_struct(LOG_NOTICE, LOG_FIELDS(.decision = "kernel-fix"), "Kernel fix %s (%s): %s, %s; %s",
+                           kernel_fix_seed(i), kernel_fix_id_to_string(i), fix_state_to_string(k->fix[i].state),
+                           k->fix[i].evidence, kernel_fix_adaptation(k, i));
+        }
+}
+
+/* Seed 004's cheap evidence: pages_skipped at each full scan's end. ksmd
+ * sleeps sleep_millisecs after the scan that ends its batch, so a read
+ * within the first half of that sleep counts that scan alone; a read later
+ * (a window kept the pipe off, a busy loop) is dropped, and so is the next
+ * scan, which it would have to be paired with. */
+static void note_scan_end(Tuner *t, const TraceEvent *e) {
+        uint64_t skipped, now = now_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC;
+        bool clean = t->model.smart_scan && !t->smart_scan.active && t->model.sleep_ms >= 10 &&
+                     now >= e->time_nsec && now - e->time_nsec < t->model.sleep_ms * NSEC_PER_USEC * 1000 / 2 &&
+                     ksm_sysfs_read_one(t->root, KSM_PAGES_SKIPPED, &skipped) >= 0;
+
+        if (clean && t->stop_clean && e->seq == t->stop_seq + 1 && skipped >= t->stop_skipped &&
+            kernel_fixes_note_scan_skips(&t->model.fixes, e->seq, skipped - t->stop_skipped))
+                log_kernel_fixes(t);
+        t->stop_clean = clean;
+        t->stop_seq = e->seq;
+        t->stop_skipped = clean ? skipped : 0;
+}
+
 static void on_trace_event(const TraceEvent *e, void *userdata) {
         Tuner *t = userdata;
 
         if (t->collecting)
                 contention_window_add(&t->window, e);
+        if (e->type == TRACE_EVENT_KSM_STOP_SCAN)
+                note_scan_end(t, e);
         if (e->type == TRACE_EVENT_KSM_STOP_SCAN) {
                 /* ksmd ended its batch with the scan and sleeps now for
                  * sleep_millisecs: a burst that this scan ends must change
@@ -143,20 +180,6 @@ static void contender_facts(Tuner *t, ModelContender *x) {
                         x->entered_seen = true;
                         x->entered_full_scans = t->enters[i].full_scans;
                 }
-}
-
-/* A seed fix whose state changed: once, with the evidence and what the
- * daemon does now because of it. */
-static void log_kernel_fixes(Tuner *t) {
-        const KernelFixes *k = &t->model.fixes;
-        for (KernelFixId i = 0; i < _KERNEL_FIX_MAX; i++) {
-                if (k->fix[i].state == t->logged_fix[i])
-                        continue;
-                t->logged_fix[i] = k->fix[i].state;
-                log_struct(LOG_NOTICE, LOG_FIELDS(.decision = "kernel-fix"), "Kernel fix %s (%s): %s, %s; %s",
-                           kernel_fix_seed(i), kernel_fix_id_to_string(i), fix_state_to_string(k->fix[i].state),
-                           k->fix[i].evidence, kernel_fix_adaptation(k, i));
-        }
 }
 
 static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {

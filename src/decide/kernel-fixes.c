@@ -48,8 +48,7 @@ void kernel_fixes_init(KernelFixes *k) {
         set_fix(k, KERNEL_FIX_PER_VMA, FIX_UNKNOWN, "no trace window of a scanning ksmd yet");
         set_fix(k, KERNEL_FIX_KHUGEPAGED, FIX_UNKNOWN, "khugepaged not yet seen dropping a contended read lock");
         set_fix(k, KERNEL_FIX_RANGE_WALK, FIX_UNKNOWN, "the unmerge probe did not run");
-        set_fix(k, KERNEL_FIX_SMART_SCAN, FIX_UNKNOWN,
-                "no cheap test: only a full scan without smart_scan that merges what smart scans left shows it absent");
+        set_fix(k, KERNEL_FIX_SMART_SCAN, FIX_UNKNOWN, "no full scan watched yet");
 }
 
 void kernel_fixes_note_unmerge_probe(KernelFixes *k, const UnmergeProbe *p) {
@@ -92,7 +91,8 @@ void kernel_fixes_note_unmerge_probe(KernelFixes *k, const UnmergeProbe *p) {
         }
 }
 
-bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_t scanned_pages) {
+bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_t scanned_pages,
+                              uint64_t unstable_pages) {
         FixState before[_KERNEL_FIX_MAX];
         for (size_t i = 0; i < _KERNEL_FIX_MAX; i++)
                 before[i] = k->fix[i].state;
@@ -110,33 +110,38 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                 }
         }
 
+        /* 001 (kernel-fixes.h). A window that lost events undercounts
+         * the locks: it can say "many" but not "few". */
+        if (scanned_pages >= 1000) {
+                double per_page = (double) w->ksmd_acquired / (double) scanned_pages;
+                bool tree = unstable_pages >= 1024;
+                if (w->lost_events == 0 && (per_page < 0.1 || (tree && per_page < 1.5)) &&
+                    k->fix[KERNEL_FIX_PER_VMA].state != FIX_NO)
+                        set_fix(k, KERNEL_FIX_PER_VMA, FIX_YES,
+                                "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
+                                " in the unstable tree",
+                                w->ksmd_acquired, scanned_pages, unstable_pages);
+                else if (tree && per_page >= 3.0)
+                        set_fix(k, KERNEL_FIX_PER_VMA, FIX_NO,
+                                "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
+                                " in the unstable tree",
+                                w->ksmd_acquired, scanned_pages, unstable_pages);
+        }
+
         /* 000: a blocking mmap_read_lock cannot fail; only the patch's
-         * trylock in the unstable-tree walk reports success=false. */
+         * trylock in the unstable-tree walk reports success=false. Waits
+         * without a failure mean "no" only where the walk is known to use
+         * the mmap lock. */
         if (k->ksmd_trylock_failures > 0)
                 set_fix(k, KERNEL_FIX_TRYLOCK, FIX_YES,
                         "%" PRIu64 " of ksmd's mmap lock tries failed (acquire_returned success=false) in %" PRIu64
                         " windows",
                         k->ksmd_trylock_failures, k->windows);
-        else if (k->ksmd_contended_waits >= KERNEL_FIX_TRYLOCK_NO_WAITS)
+        else if (k->ksmd_contended_waits >= KERNEL_FIX_TRYLOCK_NO_WAITS &&
+                 k->fix[KERNEL_FIX_PER_VMA].state == FIX_NO)
                 set_fix(k, KERNEL_FIX_TRYLOCK, FIX_NO,
                         "ksmd waited %" PRIu64 " times (%" PRIu64 " ms) behind write-held mmap locks and never failed a try",
                         k->ksmd_contended_waits, k->ksmd_contended_wait_nsec / (NSEC_PER_USEC * 1000));
-
-        /* 001: stock ksmd takes the mmap lock at least once per scanned
-         * page (the walk, the merge); per-VMA ksmd once per batch of an
-         * mm. A window that lost events undercounts the locks: it can say
-         * "many" but not "few". */
-        if (scanned_pages >= 1000) {
-                if (w->lost_events == 0 && (double) w->ksmd_acquired < 0.1 * (double) scanned_pages &&
-                    k->fix[KERNEL_FIX_PER_VMA].state != FIX_NO)
-                        set_fix(k, KERNEL_FIX_PER_VMA, FIX_YES,
-                                "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages", w->ksmd_acquired,
-                                scanned_pages);
-                else if (w->ksmd_acquired >= scanned_pages / 2)
-                        set_fix(k, KERNEL_FIX_PER_VMA, FIX_NO,
-                                "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages", w->ksmd_acquired,
-                                scanned_pages);
-        }
 
         /* 002 */
         if (k->khugepaged_yields > 0)
@@ -148,6 +153,27 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                 if (before[i] != k->fix[i].state)
                         return true;
         return false;
+}
+
+bool kernel_fixes_note_scan_skips(KernelFixes *k, uint64_t seq, uint64_t skipped_pages) {
+        FixState before = k->fix[KERNEL_FIX_SMART_SCAN].state;
+
+        if (seq % 8 != 0) {
+                k->other_scan_skipped = skipped_pages > 0;
+                return false;
+        }
+        if (skipped_pages > 0)
+                set_fix(k, KERNEL_FIX_SMART_SCAN, FIX_NO,
+                        "full scan %" PRIu64 " (a multiple of 8) skipped %" PRIu64
+                        " pages: skips follow each page's own age",
+                        seq, skipped_pages);
+        else if (k->other_scan_skipped && k->fix[KERNEL_FIX_SMART_SCAN].state != FIX_NO &&
+                 ++k->aligned_scans_clean >= 3)
+                set_fix(k, KERNEL_FIX_SMART_SCAN, FIX_YES,
+                        "%" PRIu64 " full scans numbered a multiple of 8 skipped no page, the scans between them did",
+                        k->aligned_scans_clean);
+        k->other_scan_skipped = false;
+        return before != k->fix[KERNEL_FIX_SMART_SCAN].state;
 }
 
 bool kernel_fixes_note_workaround_scan(KernelFixes *k, int64_t gain_pages, uint64_t stalled_scans) {

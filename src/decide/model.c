@@ -245,7 +245,7 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
          * the trylock patch (stock ksmd's mmap_read_lock cannot fail); a
          * ksmd that scanned many pages with few mmap locks uses per-VMA
          * locks; stock ksmd takes at least one per scanned page. */
-        m->fixes_changed = kernel_fixes_note_window(&m->fixes, w, scanned_pages);
+        m->fixes_changed = kernel_fixes_note_window(&m->fixes, w, scanned_pages, m->pages_unshared);
         m->pending_skips += w->ksmd_trylock_failures;
         if (m->fixes.fix[KERNEL_FIX_TRYLOCK].state == FIX_YES)
                 m->lock_core = KSM_LOCK_CORE_TRYLOCK;

@@ -97,72 +97,123 @@ static void test_trylock_evidence(void **state) {
         KernelFixes k;
         ContentionWindow w;
 
-        /* blocking waits behind a writer, no failed try: unknown until
-         * there were enough of them, then "no" */
+        /* blocking waits behind a writer, no failed try, on a kernel
+         * whose unstable-tree walk takes the mmap lock: unknown until there
+         * were enough of them, then "no" */
         kernel_fixes_init(&k);
+        k.fix[KERNEL_FIX_PER_VMA].state = FIX_NO;
         for (unsigned i = 0; i < KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
                 contention_window_init(&w, 39);
                 contended_wait(&w, 1000000, 500);
                 assert_false(k.fix[KERNEL_FIX_TRYLOCK].state == FIX_NO);
-                (void) kernel_fixes_note_window(&k, &w, 0);
+                (void) kernel_fixes_note_window(&k, &w, 0, 0);
         }
         assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_NO);
         assert_int_equal(k.ksmd_contended_waits, KERNEL_FIX_TRYLOCK_NO_WAITS);
+
+        /* the same where the walk may use VMA locks (per-vma yes or not
+         * known): ksmd's scan still blocks there, the trylock is only a
+         * fallback, so the waits say nothing about it */
+        for (FixState pv = FIX_UNKNOWN; pv <= FIX_YES; pv++) {
+                kernel_fixes_init(&k);
+                k.fix[KERNEL_FIX_PER_VMA].state = pv;
+                for (unsigned i = 0; i < 2 * KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
+                        contention_window_init(&w, 39);
+                        contended_wait(&w, 1000000, 500);
+                        (void) kernel_fixes_note_window(&k, &w, 0, 0);
+                }
+                assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_UNKNOWN);
+        }
 
         /* a wait shorter than the contention threshold is no evidence */
         kernel_fixes_init(&k);
         for (unsigned i = 0; i < 2 * KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
                 contention_window_init(&w, 39);
                 contended_wait(&w, 1000000, 5);
-                (void) kernel_fixes_note_window(&k, &w, 0);
+                (void) kernel_fixes_note_window(&k, &w, 0, 0);
         }
         assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_UNKNOWN);
 
         /* one failed try (success=false, no start_locking) says yes, and
          * overrides an earlier "no" */
         kernel_fixes_init(&k);
+        k.fix[KERNEL_FIX_PER_VMA].state = FIX_NO;
         for (unsigned i = 0; i < KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
                 contention_window_init(&w, 39);
                 contended_wait(&w, 1000000, 500);
-                (void) kernel_fixes_note_window(&k, &w, 0);
+                (void) kernel_fixes_note_window(&k, &w, 0, 0);
         }
         contention_window_init(&w, 39);
         add(&w, TRACE_EVENT_ACQUIRE_RETURNED, 39, -1, 0xA, false, false, 5000);
-        assert_true(kernel_fixes_note_window(&k, &w, 0));
+        assert_true(kernel_fixes_note_window(&k, &w, 0, 0));
         assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_YES);
         assert_int_equal(k.ksmd_trylock_failures, 1);
-        assert_false(kernel_fixes_note_window(&k, &w, 0));      /* no change: nothing to log */
+        assert_false(kernel_fixes_note_window(&k, &w, 0, 0));      /* no change: nothing to log */
+}
+
+static ContentionWindow *ksmd_locks(unsigned n, uint64_t lost) {
+        static ContentionWindow w;
+        contention_window_init(&w, 39);
+        for (unsigned i = 0; i < n; i++)
+                add(&w, TRACE_EVENT_ACQUIRE_RETURNED, 39, -1, 0xB, false, true, (uint64_t) i * 1000);
+        w.lost_events = lost;
+        return &w;
 }
 
 static void test_per_vma_evidence(void **state) {
         KernelFixes k;
-        ContentionWindow w;
 
-        kernel_fixes_init(&k);
-        contention_window_init(&w, 39);
-        for (int i = 0; i < 30; i++)
-                add(&w, TRACE_EVENT_ACQUIRE_RETURNED, 39, -1, 0xB, false, true, (uint64_t) i * 1000);
         /* too few pages to judge */
-        (void) kernel_fixes_note_window(&k, &w, 500);
-        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
-        /* 30 locks for 100000 pages: per-VMA */
-        (void) kernel_fixes_note_window(&k, &w, 100000);
-        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_YES);
-        /* a window that lost events cannot say "few" */
         kernel_fixes_init(&k);
-        w.lost_events = 10;
-        (void) kernel_fixes_note_window(&k, &w, 100000);
+        (void) kernel_fixes_note_window(&k, ksmd_locks(30, 0), 500, 4096);
         assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
-        /* but it can say "many": stock */
-        (void) kernel_fixes_note_window(&k, &w, 40);
+        /* 30 locks for 100000 pages: a ksmd that scans under VMA locks too */
+        (void) kernel_fixes_note_window(&k, ksmd_locks(30, 0), 100000, 0);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_YES);
+
+        /* one lock per scanned page with a tree of 4096: the scan's own lock
+         * only, the lookups took none (kpatch's 0002 on 6.12) */
+        kernel_fixes_init(&k);
+        (void) kernel_fixes_note_window(&k, ksmd_locks(1100, 0), 1000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_YES);
+        /* the same with an empty tree: a stock ksmd takes as many */
+        kernel_fixes_init(&k);
+        (void) kernel_fixes_note_window(&k, ksmd_locks(1100, 0), 1000, 10);
         assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
-        contention_window_init(&w, 39);
-        for (int i = 0; i < 3000; i++)
-                add(&w, TRACE_EVENT_ACQUIRE_RETURNED, 39, -1, 0xB, false, true, (uint64_t) i * 1000);
-        w.lost_events = 10;
-        (void) kernel_fixes_note_window(&k, &w, 4000);
+        /* a window that lost events cannot say "few" */
+        (void) kernel_fixes_note_window(&k, ksmd_locks(1100, 10), 1000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
+        /* but it can say "many": stock, ~11 per page for a tree of 4096 */
+        (void) kernel_fixes_note_window(&k, ksmd_locks(5000, 10), 1000, 4096);
         assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_NO);
-        assert_non_null(strstr(k.fix[KERNEL_FIX_PER_VMA].evidence, "3000 mmap locks for 4000 scanned pages"));
+        assert_non_null(strstr(k.fix[KERNEL_FIX_PER_VMA].evidence, "5000 mmap locks for 1000 scanned pages"));
+        /* and "no" is not undone by a quiet window */
+        (void) kernel_fixes_note_window(&k, ksmd_locks(1100, 0), 1000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_NO);
+}
+
+static void test_smart_scan_skips(void **state) {
+        KernelFixes k;
+
+        /* aligned: multiples of 8 skip nothing, the others do */
+        kernel_fixes_init(&k);
+        for (uint64_t seq = 1; seq <= 24; seq++)
+                (void) kernel_fixes_note_scan_skips(&k, seq, seq % 8 == 0 ? 0 : 900);
+        assert_int_equal(k.fix[KERNEL_FIX_SMART_SCAN].state, FIX_YES);
+        /* a multiple of 8 that skipped: not aligned, and that wins */
+        assert_true(kernel_fixes_note_scan_skips(&k, 32, 17));
+        assert_int_equal(k.fix[KERNEL_FIX_SMART_SCAN].state, FIX_NO);
+        assert_non_null(strstr(k.fix[KERNEL_FIX_SMART_SCAN].evidence, "full scan 32 (a multiple of 8) skipped 17"));
+        for (uint64_t seq = 33; seq <= 80; seq++)
+                (void) kernel_fixes_note_scan_skips(&k, seq, seq % 8 == 0 ? 0 : 900);
+        assert_int_equal(k.fix[KERNEL_FIX_SMART_SCAN].state, FIX_NO);
+
+        /* nothing skipped at all (young pages, smart_scan's first scans):
+         * no evidence either way */
+        kernel_fixes_init(&k);
+        for (uint64_t seq = 1; seq <= 40; seq++)
+                (void) kernel_fixes_note_scan_skips(&k, seq, 0);
+        assert_int_equal(k.fix[KERNEL_FIX_SMART_SCAN].state, FIX_UNKNOWN);
 }
 
 static void test_khugepaged(void **state) {
@@ -213,7 +264,7 @@ static void test_khugepaged(void **state) {
         add(&w, TRACE_EVENT_RELEASED, 901, 900, 0xC, true, false, 90000300);
         add(&w, TRACE_EVENT_START_LOCKING, khugepaged, khugepaged, 0xC, false, false, 90000400);
         assert_int_equal(w.khugepaged_yields, 1);
-        assert_true(kernel_fixes_note_window(&k, &w, 0));
+        assert_true(kernel_fixes_note_window(&k, &w, 0, 0));
         assert_int_equal(k.fix[KERNEL_FIX_KHUGEPAGED].state, FIX_YES);
 
         /* a stock khugepaged moving on to the next mm, or taking the lock
@@ -429,6 +480,7 @@ int main(void) {
                 cmocka_unit_test(test_unmerge_probe),
                 cmocka_unit_test(test_trylock_evidence),
                 cmocka_unit_test(test_per_vma_evidence),
+                cmocka_unit_test(test_smart_scan_skips),
                 cmocka_unit_test(test_khugepaged),
                 cmocka_unit_test(test_unmerge_plan),
                 cmocka_unit_test(test_smart_scan_workaround),
