@@ -127,6 +127,10 @@ memtotal=$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))
 [ "$(prop DryRun)" = "b true" ] || fail "DryRun $(prop DryRun)"
 [ "$(prop Mode)" = 's "auto"' ] || fail "Mode $(prop Mode)"
 prop Features | grep -q '"ksm" true' || fail "Features lacks ksm: $(prop Features)"
+# one (name state evidence adaptation) per seed fix, in seed order; the
+# unmerge probe decides 003 at start
+prop KernelFixes | grep -q '^a(ssss) 5 "trylock" "[a-z]*" ".*" "per-vma" .* "khugepaged" .* "range-walk" "\(yes\|no\)" .* "smart-scan" ' ||
+        fail "KernelFixes: $(prop KernelFixes)"
 prop Knobs | grep -q '"pages_to_scan" "[0-9]*"' || fail "Knobs: $(prop Knobs)"
 prop Counters | grep -q '"full_scans" [0-9]' || fail "Counters: $(prop Counters)"
 t1=$(prop Ticks | cut -d' ' -f2); sleep 0.7; t2=$(prop Ticks | cut -d' ' -f2)
@@ -271,6 +275,9 @@ grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
 grep -q "^Counters:   pages_shared=[0-9.]* \([KMGTP]i\)\?B ([0-9]* pages\?)," <<<"$out" || fail "status counters: $out"
 grep -q " full_scans=[0-9]*,\?$\| full_scans=[0-9]*, " <<<"$out" || fail "status full_scans: $out"
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
+grep -q "^Kernel fixes:$" <<<"$out" || fail "status has no Kernel fixes block: $out"
+grep -q "^  range-walk  \(yes\|no\) *MADV_UNMERGEABLE of 16 MiB sparse took" <<<"$out" || fail "status range-walk: $out"
+grep -q "^  smart-scan  unknown " <<<"$out" || fail "status smart-scan: $out"
 grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
 grep -q "^Memory: .* available of .*iB$" <<<"$out" || fail "status memory: $out"
 grep -q "^Last decisions ([0-9]* in all):" <<<"$out" || fail "status decisions: $out"
@@ -286,6 +293,9 @@ assert d["ksmd"]["pid"] == int(sys.argv[2]) and 0 <= d["ksmd"]["cpu_fraction"] <
 assert isinstance(d["knobs"]["pages_to_scan"], int) and d["knobs"]["advisor_mode"] in ("none", "scan-time")
 assert isinstance(d["savings"]["saved_bytes"], int)
 assert d["kernel"]["features"]["ksm"] is True
+fixes = {x["name"]: x for x in d["kernel"]["fixes"]}
+assert list(fixes) == ["trylock", "per-vma", "khugepaged", "range-walk", "smart-scan"], fixes
+assert fixes["range-walk"]["state"] in ("yes", "no") and fixes["range-walk"]["adaptation"], fixes
 c = d["controller"]
 assert c["phase"] in ("maintain", "burst", "decay", "idle") and isinstance(c["burst_allowance_usec"], int) and c["reason"]
 admin = [x for x in d["decisions"] if x["kind"] == "admin"]
