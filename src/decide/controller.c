@@ -234,18 +234,19 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 /* On a trylock kernel ksmd still blocks in the paths the
                  * patch left locked (the scan's own mmap_read_lock), and
                  * each failed try costs the process's pages a full scan:
-                 * both count. */
-                double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK
+                 * both count. Where the lookups take VMA locks (seed 001)
+                 * the kernel protects ksmd from the churn of other VMAs
+                 * and a failed try is a rare fallback: only the time ksmd
+                 * still waits (the scan's own lock, which the 6.12 port
+                 * keeps) counts, so a churner that does not hold ksmd up
+                 * stays in. */
+                bool per_vma = m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES;
+                double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK && !per_vma
                                        ? 1.0 - (1.0 - x->ksmd_blocked_fraction) * (1.0 - x->trylock_failure_fraction)
                                        : x->ksmd_blocked_fraction;
                 char why[128];
 
                 if (share * 100.0 < cfg->exclude_blocked_percent)
-                        continue;
-                /* A per-VMA ksmd (seed 001) no longer waits for the
-                 * mmap/munmap of a process's other VMAs: excluding a
-                 * churner would lose its savings and protect nothing. */
-                if (m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES)
                         continue;
                 /* Only a process whose memory yields little: excluding a
                  * victim that merges (the same-process case) would lose its

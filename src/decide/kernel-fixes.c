@@ -203,7 +203,7 @@ const char *kernel_fix_adaptation(const KernelFixes *k, KernelFixId id) {
                                       "exclusion weighs ksmd's blocked time and its failed-try share"
                                     : "exclusion weighs ksmd's blocked time on a process's mmap lock";
         case KERNEL_FIX_PER_VMA:
-                return s == FIX_YES ? "churning processes are not excluded for contention; bursts keep their rate under churn"
+                return s == FIX_YES ? "a churner is excluded only for the time ksmd still waits on its lock, not for failed tries"
                                     : "processes that keep ksmd blocked on their mmap lock may be excluded";
         case KERNEL_FIX_KHUGEPAGED:
                 return "ksmd's waits behind khugepaged's write holds are khugepaged's, never the process's";
