@@ -83,7 +83,8 @@ out=$("$KSMCTL" status 2>&1); rc=$?
 [ $rc = 3 ] || fail "ksmctl status without a bus exited $rc, want 3"
 grep -q "^ksmtuned2 is not running" <<<"$out" || fail "ksmctl status without a bus: $out"
 grep -q "^Knobs: .*run=[012]" <<<"$out" || fail "ksmctl status without a daemon does not show the kernel's knobs: $out"
-grep -q "^Counters: .*pages_sharing=" <<<"$out" || fail "no kernel counters without a daemon: $out"
+# the counters wrap at the terminal's width: pages_sharing may be on the next line
+grep -q "^Counters: " <<<"$out" && grep -q "pages_sharing=" <<<"$out" || fail "no kernel counters without a daemon: $out"
 "$KSMCTL" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["daemon"]["running"] is False; assert "pages_sharing" in d["counters"]; assert isinstance(d["knobs"]["run"], int)' ||
         fail "ksmctl status --json without a daemon"
 ok "ksmctl status without a daemon: says so, exit 3, shows the kernel's counters"
