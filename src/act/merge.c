@@ -182,6 +182,7 @@ typedef int (*UnmergeChunkFn)(const UnmergeChunk *chunk, void *userdata, uint64_
 
 typedef struct ChunkedResult {
         size_t chunks;
+        size_t slow_chunks;             /* that held the target more than twice the budget */
         uint64_t max_held_usec, total_held_usec;
 } ChunkedResult;
 
@@ -203,6 +204,12 @@ static int unmerge_chunked(const MergeContext *c, const UnmergePlan *p, const ui
                 if (r < 0)
                         return r;
                 res->chunks++;
+                if (held > 2 * UNMERGE_CHUNK_BUDGET_USEC) {
+                        res->slow_chunks++;
+                        log_debug("Unmerge chunk %#" PRIx64 "-%#" PRIx64 " (%" PRIu64 " pages) held the target %" PRIu64
+                                  " us (budget %d us)",
+                                  chunk.start, chunk.end, chunk.pages, held, UNMERGE_CHUNK_BUDGET_USEC);
+                }
                 res->max_held_usec = MAX(res->max_held_usec, held);
                 res->total_held_usec += held;
                 chunk_pages = unmerge_next_chunk_pages(chunk_pages, held);
@@ -248,8 +255,9 @@ static int do_remote_madvise(const MergeContext *c, int pidfd, int pid_dirfd, Me
                 if (p.chunked) {
                         ChunkedResult res = {};
                         r = unmerge_chunked(c, &p, (const uint64_t (*)[2]) ranges, n, remote_madvise_chunk, &pidfd, &res);
-                        note_printf(note, note_size, " in %zu chunks, mmap_lock held <= %" PRIu64 " us (%s)",
-                                    res.chunks, res.max_held_usec, p.reason);
+                        note_printf(note, note_size, " in %zu chunks, mmap_lock held <= %" PRIu64 " us, %zu over %d ms (%s)",
+                                    res.chunks, res.max_held_usec, res.slow_chunks, 2 * UNMERGE_CHUNK_BUDGET_USEC / 1000,
+                                    p.reason);
                         return r;
                 }
         }
@@ -344,7 +352,8 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, M
                                              .call_failed = ret_call_failed };
                         ChunkedResult res = {};
                         r = unmerge_chunked(c, &p, (const uint64_t (*)[2]) ranges, n_ranges, inject_chunk, &x, &res);
-                        note_printf(note, note_size, " in %zu chunks (%s)", res.chunks, p.reason);
+                        note_printf(note, note_size, " in %zu chunks, %zu over %d ms (%s)", res.chunks, res.slow_chunks,
+                                    2 * UNMERGE_CHUNK_BUDGET_USEC / 1000, p.reason);
                         if (r < 0 || f->merge_any != 1)
                                 return r;
                 }
