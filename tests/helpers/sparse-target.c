@@ -10,7 +10,8 @@
  * "madvise"), prints "ready" and then sleeps 1 ms at a time: the longest
  * time one 1 ms sleep took beyond 1 ms is how long something (a ptrace stop,
  * an injected call) held it. OUTFILE gets "max_hold_us N iterations M"
- * every 100 ms and at SIGTERM, when it exits 0. */
+ * every 100 ms and at SIGTERM, when it exits 0; SIGUSR1 starts the
+ * measurement again (after a baseline of the machine's own delays). */
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -27,7 +28,12 @@
 #define PR_SET_MEMORY_MERGE 67
 #endif
 
-static volatile sig_atomic_t stop;
+static volatile sig_atomic_t stop, reset;
+
+static void on_usr1(int sig) {
+        (void) sig;
+        reset = 1;
+}
 
 static void on_term(int sig) {
         (void) sig;
@@ -71,6 +77,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         signal(SIGTERM, on_term);
+        signal(SIGUSR1, on_usr1);
         printf("ready\n");
         fflush(stdout);
 
@@ -80,6 +87,12 @@ int main(int argc, char **argv) {
                 uint64_t t0 = now_usec();
                 nanosleep(&ms, NULL);
                 uint64_t t = now_usec() - t0;
+                if (reset) {
+                        reset = 0;
+                        max_hold = 0;
+                        report(argv[3], max_hold, iterations);
+                        continue;
+                }
                 if (t > 1000 && t - 1000 > max_hold)
                         max_hold = t - 1000;
                 iterations++;
