@@ -74,6 +74,8 @@ const char *fix_state_to_string(FixState s);            /* "unknown", "yes", "no
 #define KERNEL_FIX_EVIDENCE_MAX 192
 /* ksmd waits behind a writer, with no failed trylock, before "no trylock". */
 #define KERNEL_FIX_TRYLOCK_NO_WAITS 20
+/* ksmd's mmap lock calls a window must have seen to say "few per page". */
+#define KERNEL_FIX_PER_VMA_MIN_LOCKS 10
 /* The unmerge probe's regions: a large one 16 times the small one. Its
  * time is flat with the range walk (ratio ~1), and grows 10-16 times on a
  * stock kernel natively; under TCG the call's fixed cost weighs more and a

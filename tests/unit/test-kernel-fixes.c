@@ -180,6 +180,10 @@ static void test_per_vma_evidence(void **state) {
         kernel_fixes_init(&k);
         (void) kernel_fixes_note_window(&k, ksmd_locks(1100, 0), 1000, 4096);
         assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_YES);
+        /* a window that saw none of ksmd's lock calls says nothing */
+        kernel_fixes_init(&k);
+        (void) kernel_fixes_note_window(&k, ksmd_locks(0, 0), 1425, 11182);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
         /* the same with an empty tree: a stock ksmd takes as many */
         kernel_fixes_init(&k);
         (void) kernel_fixes_note_window(&k, ksmd_locks(1100, 0), 1000, 10);
