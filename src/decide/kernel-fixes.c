@@ -214,7 +214,7 @@ const char *kernel_fix_adaptation(const KernelFixes *k, KernelFixId id) {
         case KERNEL_FIX_RANGE_WALK:
                 return s == FIX_YES ? "processes are switched off in one call"
                                     : "switching off a process with large mergeable mappings unmerges in chunks "
-                                      "that hold it ~30 ms each, or is refused past 3 min";
+                                      "that hold it ~10 ms each, or is refused past 3 min";
         case KERNEL_FIX_SMART_SCAN:
                 return s == FIX_YES ? "none needed"
                                     : "after 16 smart scans without gain, one full scan with smart_scan=0 "
@@ -313,7 +313,7 @@ bool unmerge_next_chunk(const uint64_t (*ranges)[2], size_t n, uint64_t page_siz
 
 uint64_t unmerge_next_chunk_pages(uint64_t chunk_pages, uint64_t held_usec) {
         double f = held_usec > 0 ? (double) UNMERGE_CHUNK_BUDGET_USEC / (double) held_usec : 2.0;
-        f = CLAMP(f, 0.5, 2.0);
+        f = CLAMP(f, 0.25, 2.0);
         return MAX((uint64_t) ((double) chunk_pages * f), UINT64_C(1));
 }
 

@@ -354,7 +354,8 @@ static void test_unmerge_plan(void **state) {
 
         /* the next chunk follows what the last one held */
         assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC), 1000);
-        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC * 4), 500);
+        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC * 2), 500);
+        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC * 10), 250);
         assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC / 4), 2000);
         assert_int_equal(unmerge_next_chunk_pages(1000, 0), 2000);
         assert_int_equal(unmerge_next_chunk_pages(1, UNMERGE_CHUNK_BUDGET_USEC * 100), 1);
