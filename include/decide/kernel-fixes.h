@@ -18,18 +18,23 @@
  *                    (a blocking mmap_read_lock cannot fail); no once ksmd
  *                    was seen waiting behind write-held locks
  *                    KERNEL_FIX_TRYLOCK_NO_WAITS times without one failed try,
- *                    on a kernel known to walk the tree under the mmap lock
- *                    (per-vma "no"): with per-VMA lookups the trylock is only
- *                    a fallback, and ksmd's scan itself still blocks, so
- *                    waits without failures say nothing there.
+ *                    unless per-vma is "yes": with per-VMA lookups the
+ *                    trylock is only a fallback, and ksmd's scan itself
+ *                    still blocks, so waits without failures say nothing
+ *                    there. Where per-VMA lookups go undetected (kpatch's
+ *                    port reads "unknown") this can say "no" wrongly, until
+ *                    one failed try turns it to "yes".
  *   per-vma     001  ksmd's unstable-tree lookups take VMA locks, not the mmap
  *                    lock. Stock ksmd takes the mmap lock once per scanned
  *                    page (the scan itself) plus once per unstable-tree node
  *                    on the way down (about log2 N - 1.4 more for a tree of
- *                    N), so while the tree holds at least 1024 pages: yes
- *                    under 1.5 mmap locks per scanned page in a clean window,
- *                    no at 3 or more; yes too under 0.1 per page whatever
- *                    the tree (a ksmd that also scans under VMA locks).
+ *                    N): summed over at least 8 windows and 20000 pages with
+ *                    the tree at 1024 pages or more, no at 3 or more mmap
+ *                    locks per scanned page (a stock 6.12 guest: 3.0), yes
+ *                    under 0.1 (ksmd scanning under VMA locks too); between
+ *                    is unknown: 6.18 took 0.32 (pages_scanned moves per
+ *                    batch, and its scan takes fewer locks than 6.12's), and
+ *                    kpatch's 6.12 port of 001 about 1.
  *   khugepaged  002  khugepaged drops a contended mmap read lock between
  *                    batches of VMAs: yes once it was seen releasing a read
  *                    lock, another task write-locking that mm, and
@@ -74,8 +79,11 @@ const char *fix_state_to_string(FixState s);            /* "unknown", "yes", "no
 #define KERNEL_FIX_EVIDENCE_MAX 192
 /* ksmd waits behind a writer, with no failed trylock, before "no trylock". */
 #define KERNEL_FIX_TRYLOCK_NO_WAITS 20
-/* ksmd's mmap lock calls a window must have seen to say "few per page". */
+/* ksmd's mmap lock calls a window must have seen to count towards "few
+ * per page", and what the sums need before they decide. */
 #define KERNEL_FIX_PER_VMA_MIN_LOCKS 10
+#define KERNEL_FIX_PER_VMA_MIN_WINDOWS 8
+#define KERNEL_FIX_PER_VMA_MIN_PAGES 20000
 /* The unmerge probe's regions: a large one 16 times the small one. Its
  * time is flat with the range walk (ratio ~1), and grows 10-16 times on a
  * stock kernel natively; under TCG the call's fixed cost weighs more and a
@@ -106,6 +114,14 @@ typedef struct KernelFixes {
         uint64_t ksmd_contended_wait_nsec;
         uint64_t khugepaged_yields;     /* contended read locks khugepaged dropped and took again */
         uint64_t khugepaged_wait_nsec;  /* ksmd's waits behind khugepaged's own write holds */
+        /* 001: ksmd's mmap locks and the pages scanned in windows (with the
+         * unstable tree >= 1024 pages). Summed, because pages_scanned moves
+         * once per batch of pages_to_scan (at its end), so one short window
+         * is credited a whole batch or nothing: 0.11 and 16 locks "per
+         * page" in two windows of one run on 6.18. Over many windows the
+         * credit averages out. Clean windows only for "few"; any for "many". */
+        uint64_t clean_locks, clean_scanned, clean_windows;
+        uint64_t all_locks, all_scanned, all_windows;
 
         /* 003: the walk cost per page of a sparse mapping, from the probe */
         double unmerge_nsec_per_page;   /* 0: not measured */

@@ -110,27 +110,39 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                 }
         }
 
-        /* 001 (kernel-fixes.h). A window that lost events undercounts
-         * the locks: it can say "many" but not "few". */
-        if (scanned_pages >= 1000) {
-                double per_page = (double) w->ksmd_acquired / (double) scanned_pages;
-                bool tree = unstable_pages >= 1024;
-                /* "few" needs some: even a per-VMA ksmd takes the mmap lock
-                 * for its scan, and a window that saw none of ksmd's lock
-                 * calls says more about the window than about ksmd (seen in
-                 * a stock 6.12 guest: 0 locks "for 1425 pages"). */
-                if (w->lost_events == 0 && w->ksmd_acquired >= KERNEL_FIX_PER_VMA_MIN_LOCKS &&
-                    (per_page < 0.1 || (tree && per_page < 1.5)) && k->fix[KERNEL_FIX_PER_VMA].state != FIX_NO)
-                        set_fix(k, KERNEL_FIX_PER_VMA, FIX_YES,
-                                "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
-                                " in the unstable tree",
-                                w->ksmd_acquired, scanned_pages, unstable_pages);
-                else if (tree && per_page >= 3.0)
-                        set_fix(k, KERNEL_FIX_PER_VMA, FIX_NO,
-                                "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
-                                " in the unstable tree",
-                                w->ksmd_acquired, scanned_pages, unstable_pages);
+        /* 001 (kernel-fixes.h): sums over windows, a window that lost
+         * events undercounts the locks: it can say "many" but not "few".
+         * "Few" needs windows that saw some of ksmd's lock calls: even a
+         * per-VMA ksmd takes the mmap lock for its scan, and a window
+         * that saw none says more about the window than about ksmd. */
+        if (unstable_pages >= 1024 && scanned_pages > 0) {
+                k->all_locks += w->ksmd_acquired;
+                k->all_scanned += scanned_pages;
+                k->all_windows++;
+                if (w->lost_events == 0 && w->ksmd_acquired >= KERNEL_FIX_PER_VMA_MIN_LOCKS) {
+                        k->clean_locks += w->ksmd_acquired;
+                        k->clean_scanned += scanned_pages;
+                        k->clean_windows++;
+                }
         }
+        bool enough = k->all_windows >= KERNEL_FIX_PER_VMA_MIN_WINDOWS && k->all_scanned >= KERNEL_FIX_PER_VMA_MIN_PAGES;
+        if (enough && k->fix[KERNEL_FIX_PER_VMA].state == FIX_UNKNOWN)
+                set_fix(k, KERNEL_FIX_PER_VMA, FIX_UNKNOWN,
+                        "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages in %" PRIu64
+                        " windows: neither stock 6.12's 3+ nor a per-VMA scan's < 0.1",
+                        k->all_locks, k->all_scanned, k->all_windows);
+        if (enough && (double) k->all_locks >= 3.0 * (double) k->all_scanned)
+                set_fix(k, KERNEL_FIX_PER_VMA, FIX_NO,
+                        "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages in %" PRIu64
+                        " windows, the unstable tree %" PRIu64 " pages",
+                        k->all_locks, k->all_scanned, k->all_windows, unstable_pages);
+        else if (k->fix[KERNEL_FIX_PER_VMA].state != FIX_NO && k->clean_windows >= KERNEL_FIX_PER_VMA_MIN_WINDOWS &&
+                 k->clean_scanned >= KERNEL_FIX_PER_VMA_MIN_PAGES &&
+                 (double) k->clean_locks < 0.1 * (double) k->clean_scanned)
+                set_fix(k, KERNEL_FIX_PER_VMA, FIX_YES,
+                        "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages in %" PRIu64
+                        " windows, the unstable tree %" PRIu64 " pages",
+                        k->clean_locks, k->clean_scanned, k->clean_windows, unstable_pages);
 
         /* 000: a blocking mmap_read_lock cannot fail; only the patch's
          * trylock in the unstable-tree walk reports success=false. Waits
@@ -142,7 +154,7 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                         " windows",
                         k->ksmd_trylock_failures, k->windows);
         else if (k->ksmd_contended_waits >= KERNEL_FIX_TRYLOCK_NO_WAITS &&
-                 k->fix[KERNEL_FIX_PER_VMA].state == FIX_NO)
+                 k->fix[KERNEL_FIX_PER_VMA].state != FIX_YES)
                 set_fix(k, KERNEL_FIX_TRYLOCK, FIX_NO,
                         "ksmd waited %" PRIu64 " times (%" PRIu64 " ms) behind write-held mmap locks and never failed a try",
                         k->ksmd_contended_waits, k->ksmd_contended_wait_nsec / (NSEC_PER_USEC * 1000));

@@ -117,10 +117,10 @@ grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on
 [ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender still has mergeable memory"
 alive_untouched "$auto_pid"
 echo "excluded: $(grep -o "excluding pid $auto_pid .*" "$tmp/log" | head -1)"
-# The windows that saw the contention also tell ksmd's locking core (seed
-# 001: mmap locks per scanned page against the unstable tree's size).
+# The windows that saw ksmd wait behind the contender also tell whether
+# ksmd trylocks (seed 000): a failed try (yes) or 20 waits without one (no).
 grep -o "Kernel fix 00[0-4] ([a-z-]*): .*" "$tmp/log" | cut -c1-200
-grep -q "Kernel fix 001 (per-vma): \(yes\|no\)," "$tmp/log" || fail "the contention windows did not decide fix 001"
+grep -q "Kernel fix 000 (trylock): \(yes\|no\)," "$tmp/log" || fail "the contention windows did not decide fix 000"
 
 # It goes (stdin closed), so the next one contends alone, as this one did.
 stop_daemon

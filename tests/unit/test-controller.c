@@ -594,7 +594,9 @@ static void test_trylock_kernel(void **state) {
         }
         Model m;
         model_init(&m, 4096, 64);
-        model_add_window(&m, &w, 1, 200 * MS, 100000);
+        m.pages_unshared = 4096;        /* an unstable tree to walk */
+        for (int i = 0; i < KERNEL_FIX_PER_VMA_MIN_WINDOWS; i++)
+                model_add_window(&m, &w, 1, 200 * MS, 100000);
         assert_int_equal(m.lock_core, KSM_LOCK_CORE_PER_VMA);
         plan_done(&x.plan);
 }
