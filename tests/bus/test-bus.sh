@@ -278,7 +278,7 @@ grep -q " full_scans=[0-9]*,\?$\| full_scans=[0-9]*, " <<<"$out" || fail "status
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
 grep -q "^Kernel fixes:$" <<<"$out" || fail "status has no Kernel fixes block: $out"
 grep -q "^  range-walk  \(yes\|no\) *MADV_UNMERGEABLE of 16 MiB sparse took" <<<"$out" || fail "status range-walk: $out"
-grep -q "^  smart-scan  unknown " <<<"$out" || fail "status smart-scan: $out"
+grep -q "^  smart-scan  \(unknown\|yes\|no\) " <<<"$out" || fail "status smart-scan: $out"
 grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
 grep -q "^Memory: .* available of .*iB$" <<<"$out" || fail "status memory: $out"
 grep -q "^Last decisions ([0-9]* in all):" <<<"$out" || fail "status decisions: $out"
