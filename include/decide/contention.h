@@ -58,6 +58,12 @@ typedef struct LockHolder {
         uint64_t ksmd_waits;            /* of those, ones that had to wait (>= ContendedNsec) */
         uint64_t ksmd_wait_nsec;        /* start_locking -> acquire_returned */
         uint64_t ksmd_trylock_failures; /* success=false: a trylock-patched ksmd skipped it */
+        /* khugepaged's own write holds of this mm (collapse_huge_page): they
+         * are khugepaged's, never the process's, and so are ksmd's waits
+         * that ended when one of them did */
+        uint64_t khugepaged_write_locks;
+        uint64_t ksmd_wait_khugepaged_nsec;
+        uint64_t khugepaged_released_nsec; /* its latest write release, 0 none */
 } LockHolder;
 
 #define CONTENTION_MAX_HOLDERS 128
@@ -77,6 +83,14 @@ typedef struct ContentionWindow {
         size_t n_holders;
         uint64_t dropped_holders;       /* mms past CONTENTION_MAX_HOLDERS */
 
+        /* khugepaged, when its pid is known (contention_window_set_khugepaged) */
+        int khugepaged_pid;
+        uint64_t khugepaged_yields;     /* contended read locks it dropped and took again (seed 002) */
+        uint64_t khugepaged_wait_nsec;  /* ksmd's waits behind khugepaged's write holds */
+        uint64_t khugepaged_read_released_mm, khugepaged_read_released_nsec;
+        bool khugepaged_read_released;  /* it released a read lock, and took no other lock since */
+        bool khugepaged_writer_since;   /* another task write-locked that mm since */
+
         /* pairing state: ksmd's open start_locking, writers' open locks by thread */
         uint64_t ksmd_pending_mm, ksmd_pending_nsec;
         bool ksmd_pending;
@@ -92,6 +106,12 @@ typedef struct ContentionWindow {
 #define CONTENTION_WAIT_THRESHOLD_NSEC UINT64_C(20000)
 
 void contention_window_init(ContentionWindow *w, int ksmd_pid);
+/* Tells khugepaged's events apart (its pid, 0 unknown): its write holds are
+ * not blamed on the process, its read locks show whether it yields. */
+void contention_window_set_khugepaged(ContentionWindow *w, int khugepaged_pid);
+/* khugepaged releasing a read lock, a writer taking the mm and khugepaged
+ * taking it again within this: the contended-lock drop of seed 002. */
+#define CONTENTION_KHUGEPAGED_YIELD_NSEC UINT64_C(1000000)
 /* Accounts one parsed event. Pure. */
 void contention_window_add(ContentionWindow *w, const TraceEvent *e);
 /* Trace-clock span the events covered. */

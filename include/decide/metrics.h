@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "controller.h"
+#include "kernel-fixes.h"
 #include "ksmd-state.h"
 #include "savings.h"
 #include "snapshot.h"
@@ -45,6 +46,8 @@ typedef struct MetricsInput {
         double ksmd_cpu_ratio;          /* latest tick, of one CPU */
         double ksmd_cpu_budget_ratio;   /* the tuner's long-run budget now, of one CPU */
         const Controller *controller;   /* NULL: no tuning stage */
+        const KernelFixes *fixes;       /* NULL: none known */
+        const SmartScanWorkaround *smart_scan; /* NULL: no tuning stage */
         /* Counters since the daemon started: Prometheus takes rates of them
          * over any scrape interval, where the per-tick ratios alias. */
         KsmdWaitCounts ksmd_samples;    /* ksmd's sampled states */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "contention.h"
+#include "kernel-fixes.h"
 #include "snapshot.h"
 
 /* What the controller knows about ksmd's work: history and rates computed
@@ -124,7 +125,13 @@ typedef struct Model {
         bool psi_present;
         double psi_some_avg10, psi_full_avg10;
 
+        uint64_t last_scan_skipped;     /* pages smart_scan skipped in the full scan(s) that ended last */
+
         /* contention */
+        KernelFixes fixes;              /* which seed fixes the kernel carries, as seen so far */
+        bool fixes_changed;             /* the latest window changed one: for the caller to log */
+        uint64_t pending_skips;         /* ksmd's failed tries (seed 000) since the latest full scan ended */
+        uint64_t pending_scans;         /* full scans in a row that ended with such skips */
         KsmLockCore lock_core;
         uint64_t window_usec;           /* when the latest window ended, 0 never */
         uint64_t window_full_scans;     /* full_scans as of then */

@@ -12,6 +12,8 @@
 /* Finds ksmd among kernel threads (PF_KTHREAD, comm "ksmd"). -ESRCH when
  * there is none (KSM not built in, or a fake tree without it). */
 int ksmd_find(const Root *root, int *ret_pid);
+/* The kernel thread named comm (the first found). -ESRCH when none. */
+int kthread_find(const Root *root, const char *comm, int *ret_pid);
 
 int ksmd_read_sample(const Root *root, int pid, KsmdSample *ret);
 

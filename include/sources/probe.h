@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "kernel-fixes.h"
 #include "root.h"
 
 /* What this kernel offers, found once at start. */
@@ -34,6 +35,8 @@ typedef struct Probe {
         CgroupLayout cgroup_layout;
         char cgroup2_path[4096];
         char tracefs_path[4096];
+        int khugepaged_pid;                     /* -1 when there is none */
+        UnmergeProbe unmerge;                   /* the timed break_ksm probe (seed 003) */
 } Probe;
 
 /* Runs every check. Needs no privileges to run; without them some features
@@ -47,5 +50,11 @@ void probe_print_json(const Probe *p, FILE *f);
 /* The i-th boolean feature (as probe_print names it): 0, or -ENOENT past the
  * last one. For the bus and ksmctl, which list them by name. */
 int probe_feature(const Probe *p, unsigned i, const char **ret_name, bool *ret_present);
+/* What the probe alone says about the seed fixes (kernel-fixes.h): the
+ * unmerge probe's answer for 003, unknown for the others until the daemon
+ * watches ksmd. */
+void probe_kernel_fixes(const Probe *p, KernelFixes *ret);
+void kernel_fixes_print(const KernelFixes *k, FILE *f);
+
 /* One line for the journal at start-up. */
 char *probe_summary(const Probe *p);

@@ -48,8 +48,9 @@ bool tracer_has_mmap_lock_events(const Tracer *t);
 typedef void (*TracerEventCallback)(const TraceEvent *e, void *userdata);
 int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata);
 
-/* Starts a window of mmap_lock events: ksmd's own lock calls, and write
- * locks of every other task. */
-int tracer_window_start(Tracer *t, int ksmd_pid);
+/* Starts a window of mmap_lock events: ksmd's and khugepaged's own lock
+ * calls (khugepaged_pid <= 0: unknown), and write locks of every other
+ * task. */
+int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid);
 int tracer_window_stop(Tracer *t);
 bool tracer_window_active(const Tracer *t);

@@ -11,6 +11,7 @@
 
 #include "inject.h"
 #include "injector.h"
+#include "kernel-fixes.h"
 #include "log.h"
 #include "merge.h"
 #include "proc-maps.h"
@@ -65,6 +66,15 @@ static int report_push(MergeReport *r, const MergeOutcome *o) {
 static const char *errname(int e) {
         const char *s = strerrorname_np(e);
         return s ? s : "E?";
+}
+
+/* Notes and reasons are cut to their buffer on purpose. */
+static void note_printf(char *buf, size_t n, const char *fmt, ...) _printf_(3, 4);
+static void note_printf(char *buf, size_t n, const char *fmt, ...) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, n, fmt, ap);
+        va_end(ap);
 }
 
 static void set_text(MergeOutcome *o, const char *fmt, ...) _printf_(2, 3);
@@ -164,6 +174,112 @@ static uint64_t read_deadline_msec(const MergeContext *c) {
         return (c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC) / USEC_PER_MSEC;
 }
 
+/* Seed 003: on a kernel whose break_ksm() walks every page of a range,
+ * switching off a process with a large sparse mergeable mapping (a JVM's
+ * reserved heap, a guest's RAM mapped MAP_NORESERVE) holds its thread (an
+ * injected call) or its mmap_lock (a remote madvise) in the kernel for as
+ * long as the walk takes: 256 GiB took 22 s on the test machine, a 32 TiB
+ * one 9 min in the seed's thread. The plan says whether one call is cheap
+ * enough, cuts the walk into chunks of about UNMERGE_CHUNK_BUDGET_USEC, or
+ * refuses. The ranges are the exact ones the process had marked when known
+ * (smaps), else every advisable run of its maps, read through the
+ * context's reader with its deadline. */
+static int unmerge_plan_for(const MergeContext *c, const ProcessAction *pa, int pid_dirfd, const MapList *exact,
+                            UnmergePlan *ret, uint64_t (**ret_ranges)[2], size_t *ret_n) {
+        MapList maps = {}, runs = {};
+        KernelFixes k;
+        int r;
+
+        if (exact && exact->n > 0) {
+                runs.ranges = malloc(exact->n * sizeof *exact->ranges);
+                if (!runs.ranges)
+                        return -ENOMEM;
+                memcpy(runs.ranges, exact->ranges, exact->n * sizeof *exact->ranges);
+                runs.n = exact->n;
+        } else {
+                r = read_mm_file(c, MM_READ_MAPS, pa->pid, pa->start_time_ticks, pid_dirfd, NULL, &maps);
+                if (r < 0)
+                        return r;
+                r = map_list_advisable_runs(&maps, &runs);
+                map_list_done(&maps);
+                if (r < 0)
+                        return r;
+        }
+        uint64_t (*ranges)[2] = calloc(MAX(runs.n, (size_t) 1), sizeof *ranges);
+        if (!ranges) {
+                map_list_done(&runs);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < runs.n; i++) {
+                ranges[i][0] = runs.ranges[i].start;
+                ranges[i][1] = runs.ranges[i].end;
+        }
+        size_t n = runs.n;
+        map_list_done(&runs);
+        probe_kernel_fixes(c->probe, &k);
+        r = unmerge_plan_make(&k, (const uint64_t (*)[2]) ranges, n, page_size(), ret);
+        if (r < 0) {
+                free(ranges);
+                return r;
+        }
+        *ret_ranges = ranges;
+        *ret_n = n;
+        return 0;
+}
+
+/* One chunk: the injected madvise or the remote one; returns -errno and
+ * how long the target was held. */
+typedef int (*UnmergeChunkFn)(const UnmergeChunk *chunk, void *userdata, uint64_t *ret_held_usec);
+
+typedef struct ChunkedResult {
+        size_t chunks;
+        size_t slow_chunks;             /* that held the target more than twice the budget */
+        uint64_t max_held_usec, total_held_usec;
+} ChunkedResult;
+
+static int unmerge_chunked(const MergeContext *c, const UnmergePlan *p, const uint64_t (*ranges)[2], size_t n,
+                           UnmergeChunkFn fn, void *userdata, ChunkedResult *res) {
+        uint64_t cursor = 0, chunk_pages = p->chunk_pages;
+        UnmergeChunk chunk;
+
+        while (unmerge_next_chunk(ranges, n, page_size(), chunk_pages, &cursor, &chunk)) {
+                uint64_t held = 0;
+                int r;
+
+                if (c->give_up_usec) {
+                        uint64_t g = atomic_load(c->give_up_usec);
+                        if (g != 0 && now_usec(CLOCK_MONOTONIC) >= g)
+                                return -ECANCELED;
+                }
+                r = fn(&chunk, userdata, &held);
+                if (r < 0)
+                        return r;
+                res->chunks++;
+                if (held > 2 * UNMERGE_CHUNK_BUDGET_USEC) {
+                        res->slow_chunks++;
+                        log_debug("Unmerge chunk %#" PRIx64 "-%#" PRIx64 " (%" PRIu64 " pages) held the target %" PRIu64
+                                  " us (budget %d us)",
+                                  chunk.start, chunk.end, chunk.pages, held, UNMERGE_CHUNK_BUDGET_USEC);
+                }
+                res->max_held_usec = MAX(res->max_held_usec, held);
+                res->total_held_usec += held;
+                chunk_pages = unmerge_next_chunk_pages(chunk_pages, held);
+        }
+        return 0;
+}
+
+static int remote_madvise_chunk(const UnmergeChunk *chunk, void *userdata, uint64_t *ret_held_usec) {
+        int pidfd = *(int *) userdata;
+        struct iovec iov = { .iov_base = (void *) (uintptr_t) chunk->start, .iov_len = (size_t) (chunk->end - chunk->start) };
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        long k = sys_process_madvise(pidfd, &iov, 1, MADV_UNMERGEABLE, 0);
+        int e = errno;
+        *ret_held_usec = now_usec(CLOCK_MONOTONIC) - t0;
+        if (k < 0 && e != ENOMEM)
+                return -e;
+        return 0;
+}
+
 static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
         long nr = a == MERGE_ACTION_ENABLE ? c->probe->process_ksm_enable_nr : c->probe->process_ksm_disable_nr;
         if (syscall(nr, pidfd, 0) < 0)
@@ -172,11 +288,32 @@ static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
 }
 
 static int do_remote_madvise(const MergeContext *c, int pidfd, const ProcessAction *pa, int pid_dirfd,
-                             const MapList *exact) {
+                             const MapList *exact, char *note, size_t note_size) {
         MapList maps = {}, runs = {};
         _cleanup_free_ struct iovec *iov = NULL;
         MergeAction a = pa->action;
         int r;
+
+        if (a == MERGE_ACTION_DISABLE) {
+                _cleanup_(unmerge_plan_done) UnmergePlan p = {};
+                _cleanup_free_ uint64_t (*ranges)[2] = NULL;
+                size_t n = 0;
+                r = unmerge_plan_for(c, pa, pid_dirfd, exact, &p, &ranges, &n);
+                if (r < 0)
+                        return r;
+                if (p.refused) {
+                        note_printf(note, note_size, "%s", p.reason);
+                        return -E2BIG;
+                }
+                if (p.chunked) {
+                        ChunkedResult res = {};
+                        r = unmerge_chunked(c, &p, (const uint64_t (*)[2]) ranges, n, remote_madvise_chunk, &pidfd, &res);
+                        note_printf(note, note_size, " in %zu chunks, mmap_lock held <= %" PRIu64 " us, %zu over %d ms (%s)",
+                                    res.chunks, res.max_held_usec, res.slow_chunks, 2 * UNMERGE_CHUNK_BUDGET_USEC / 1000,
+                                    p.reason);
+                        return r;
+                }
+        }
 
         if (exact && exact->n > 0) {
                 runs.ranges = malloc(exact->n * sizeof *exact->ranges);
@@ -307,13 +444,94 @@ int merge_inject_local(const MergeContext *c, int pidfd, int pid, int pid_dirfd,
 /* Method=inject: in the injector process when there is one (the daemon
  * holds no CAP_SYS_PTRACE: it checks the target again and injects), else
  * here. Exact ranges go MERGE_INJECT_RANGES_MAX to an injection. */
+/* One job: in the injector process when there is one (the daemon holds no
+ * CAP_SYS_PTRACE: it checks the target again and injects), else here. */
+static int run_inject_job(const MergeContext *c, int pidfd, int pid, int pid_dirfd, const MergeInjectJob *job,
+                          InjectStats *stats, bool *ret_call_failed) {
+        if (c->injector) {
+                InjectorResult res = {};
+                int r = injector_client_inject(c->injector, pidfd, pid, job->start_time_ticks, job, c->inject_seccomp,
+                                               c->stop_timeout_usec, c->give_up_usec, &res);
+                if (r >= 0) {
+                        r = res.r;
+                        *stats = res.stats;
+                        *ret_call_failed = res.call_failed;
+                }
+                return r;
+        }
+        return merge_inject_local(c, pidfd, pid, pid_dirfd, job, stats, ret_call_failed);
+}
+
+typedef struct InjectChunkCtx {
+        const MergeContext *c;
+        int pidfd, pid, pid_dirfd;
+        const ProcessAction *a;
+        int merge_any;
+        InjectStats *stats;
+        bool *call_failed;
+} InjectChunkCtx;
+
+/* One injection per chunk: the thread runs its own code between them. */
+static int inject_chunk(const UnmergeChunk *chunk, void *userdata, uint64_t *ret_held_usec) {
+        InjectChunkCtx *x = userdata;
+        MergeInjectJob job = {
+                .action = MERGE_ACTION_DISABLE,
+                .start_time_ticks = x->a->start_time_ticks,
+                .merge_any = x->merge_any,
+                .expect = x->a->identity,
+                .allow_privileged = x->a->inject_privileged,
+                .n_ranges = 1,
+                .ranges = { { chunk->start, chunk->end } },
+        };
+        InjectStats st = {};
+        int r = run_inject_job(x->c, x->pidfd, x->pid, x->pid_dirfd, &job, &st, x->call_failed);
+        *ret_held_usec = st.pause_usec;
+        x->stats->tid = st.tid;
+        x->stats->pause_usec = MAX(x->stats->pause_usec, st.pause_usec);
+        x->stats->signals_suppressed += st.signals_suppressed;
+        if (r < 0)
+                strscpy(x->stats->reason, sizeof x->stats->reason, st.reason);
+        return r;
+}
+
+/* Method=inject. Exact ranges go MERGE_INJECT_RANGES_MAX to an
+ * injection; switching off a large sparse mapping on a kernel without the
+ * range walk goes in chunks (seed 003), then, for a process with
+ * ksm_merge_any, the prctl that finds nothing left to walk. */
 static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, const ProcessAction *a,
                      const ProcKsmStat *f, const MapList *exact, uint64_t start_time_ticks, InjectStats *stats,
-                     bool *ret_call_failed) {
+                     bool *ret_call_failed, char *note, size_t note_size) {
         bool use_exact = exact && exact->n > 0 && (a->action == MERGE_ACTION_ENABLE || f->merge_any != 1);
         size_t total = use_exact ? exact->n : 0, done = 0;
         uint64_t paused = 0;
         int r;
+
+        if (a->action == MERGE_ACTION_DISABLE) {
+                _cleanup_(unmerge_plan_done) UnmergePlan p = {};
+                _cleanup_free_ uint64_t (*ranges)[2] = NULL;
+                size_t n_ranges = 0;
+                r = unmerge_plan_for(c, a, pid_dirfd, use_exact ? exact : NULL, &p, &ranges, &n_ranges);
+                if (r < 0)
+                        return r;
+                if (p.refused) {
+                        strscpy(stats->reason, sizeof stats->reason, p.reason);
+                        return -E2BIG;
+                }
+                if (p.chunked) {
+                        InjectChunkCtx x = { .c = c, .pidfd = pidfd, .pid = pid, .pid_dirfd = pid_dirfd, .a = a,
+                                             .merge_any = f->merge_any, .stats = stats,
+                                             .call_failed = ret_call_failed };
+                        ChunkedResult res = {};
+                        r = unmerge_chunked(c, &p, (const uint64_t (*)[2]) ranges, n_ranges, inject_chunk, &x, &res);
+                        note_printf(note, note_size, " in %zu chunks, %zu over %d ms (%s)", res.chunks, res.slow_chunks,
+                                    2 * UNMERGE_CHUNK_BUDGET_USEC / 1000, p.reason);
+                        if (r < 0 || f->merge_any != 1)
+                                return r;
+                        /* every range done: only the prctl is left */
+                        use_exact = false;
+                        total = 0;
+                }
+        }
 
         do {
                 MergeInjectJob job = {
@@ -327,18 +545,9 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, c
                         job.ranges[job.n_ranges][0] = exact->ranges[done].start;
                         job.ranges[job.n_ranges][1] = exact->ranges[done].end;
                 }
-                if (c->injector) {
-                        InjectorResult res = {};
-                        r = injector_client_inject(c->injector, pidfd, pid, start_time_ticks, &job, c->inject_seccomp,
-                                                   c->stop_timeout_usec, c->give_up_usec, &res);
-                        if (r >= 0) {
-                                r = res.r;
-                                *stats = res.stats;
-                                *ret_call_failed = res.call_failed;
-                        }
-                } else
-                        r = merge_inject_local(c, pidfd, pid, pid_dirfd, &job, stats, ret_call_failed);
-                paused += stats->pause_usec;
+                uint64_t before = stats->pause_usec;
+                r = run_inject_job(c, pidfd, pid, pid_dirfd, &job, stats, ret_call_failed);
+                paused = MAX(paused, MAX(before, stats->pause_usec));
         } while (r >= 0 && done < total);
         stats->pause_usec = paused;
         return r;
@@ -379,6 +588,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                       const ProcessAction *a, const ProcKsmStat *f, const MapList *exact, MergeOutcome *o) {
         InjectStats stats = {};
         bool call_failed = false;
+        char note[160] = "";
         int r;
 
         o->used = m;
@@ -387,10 +597,13 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
                 r = do_process_ksm(c, pidfd, a->action);
                 break;
         case MERGE_METHOD_MADVISE:
-                r = do_remote_madvise(c, pidfd, a, pid_dirfd, exact);
+                r = do_remote_madvise(c, pidfd, a, pid_dirfd, exact, note, sizeof note);
+                if (r == -E2BIG)
+                        strscpy(stats.reason, sizeof stats.reason, note);
                 break;
         case MERGE_METHOD_INJECT:
-                r = do_inject(c, pidfd, pid, pid_dirfd, a, f, exact, o->start_time_ticks, &stats, &call_failed);
+                r = do_inject(c, pidfd, pid, pid_dirfd, a, f, exact, o->start_time_ticks, &stats, &call_failed, note,
+                              sizeof note);
                 o->pause_usec = stats.pause_usec;
                 break;
         default:
@@ -419,7 +632,11 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         }
         if (r < 0) {
                 o->error = -r;
-                if (m == MERGE_METHOD_INJECT && !call_failed && inject_refusal(r)) {
+                if (r == -E2BIG) {
+                        /* seed 003: not done, to protect the target */
+                        o->kind = MERGE_OUTCOME_REFUSED;
+                        set_text(o, "method %s refused: %s", name, stats.reason);
+                } else if (m == MERGE_METHOD_INJECT && !call_failed && inject_refusal(r)) {
                         o->kind = MERGE_OUTCOME_REFUSED;
                         set_text(o, "method %s refused: %s (%s)", name, errname(-r), stats.reason);
                 } else {
@@ -450,10 +667,10 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         /* Done, but not confirmed: the next tick's reads say more. */
         o->slow = r == -ETIME;
         if (m == MERGE_METHOD_INJECT)
-                set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)", name,
-                         merge_action_to_string(a->action), stats.tid, stats.pause_usec);
+                set_text(o, "method %s: %sd (tid %d, paused %" PRIu64 " us)%s", name,
+                         merge_action_to_string(a->action), stats.tid, stats.pause_usec, note);
         else
-                set_text(o, "method %s: %sd", name, merge_action_to_string(a->action));
+                set_text(o, "method %s: %sd%s", name, merge_action_to_string(a->action), note);
         return 0;
 }
 

@@ -130,6 +130,23 @@ GETTER(property_get_features) {
         return sd_bus_message_close_container(reply);
 }
 
+GETTER(property_get_kernel_fixes) {
+        KernelFixes buf;
+        const KernelFixes *k = manager_kernel_fixes(userdata, &buf);
+        int r;
+
+        r = sd_bus_message_open_container(reply, 'a', "(ssss)");
+        if (r < 0)
+                return r;
+        for (KernelFixId i = 0; i < _KERNEL_FIX_MAX; i++) {
+                r = sd_bus_message_append(reply, "(ssss)", kernel_fix_id_to_string(i), fix_state_to_string(k->fix[i].state),
+                                          k->fix[i].evidence, kernel_fix_adaptation(k, i));
+                if (r < 0)
+                        return r;
+        }
+        return sd_bus_message_close_container(reply);
+}
+
 GETTER(property_get_cgroup_layout) {
         const Manager *m = userdata;
         return sd_bus_message_append(reply, "s", cgroup_layout_to_string(m->probe.cgroup_layout));
@@ -577,6 +594,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Version", "s", property_get_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("KernelRelease", "s", property_get_kernel_release, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Features", "a{sb}", property_get_features, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("KernelFixes", "a(ssss)", property_get_kernel_fixes, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
         SD_BUS_PROPERTY("CgroupLayout", "s", property_get_cgroup_layout, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("KsmdPID", "i", property_get_ksmd_pid, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("ConfigPath", "s", property_get_config_path, 0, SD_BUS_VTABLE_PROPERTY_CONST),

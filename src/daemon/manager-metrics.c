@@ -43,6 +43,7 @@ void manager_write_metrics(Manager *m) {
         const ProcessTable *t = manager_processes(m);
         const char *modes[_MANAGER_MODE_MAX];
         MetricsActionCount actions[N_ACTION_COUNTS];
+        KernelFixes fixes_buf;
         int r;
 
         if (isempty(path))
@@ -63,6 +64,8 @@ void manager_write_metrics(Manager *m) {
                 .dry_run = manager_dry_run(m),
                 .ksmd_cpu_ratio = manager_ksmd_cpu_fraction(m),
                 .controller = manager_controller(m),
+                .fixes = manager_kernel_fixes(m, &fixes_buf),
+                .smart_scan = tuner_smart_scan_workaround(m->tuner),
                 .ksmd_cpu_budget_ratio = ksmd_cpu_budget(m),
                 .ksmd_samples = m->ksmd_samples,
                 .actions = actions,

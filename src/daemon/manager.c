@@ -113,6 +113,13 @@ double manager_ksmd_cpu_fraction(const Manager *m) {
         return m->tuner ? tuner_model(m->tuner)->ksmd_cpu_fraction : 0.0;
 }
 
+const KernelFixes *manager_kernel_fixes(const Manager *m, KernelFixes *buf) {
+        if (m->tuner)
+                return &tuner_model(m->tuner)->fixes;
+        probe_kernel_fixes(&m->probe, buf);
+        return buf;
+}
+
 const Controller *manager_controller(const Manager *m) {
         return m->tuner ? tuner_controller(m->tuner) : NULL;
 }
@@ -484,6 +491,8 @@ int manager_start_stages(Manager *m) {
         r = tuner_new(m->event, m->root, m->ksmd_pid, &m->config, manager_wake, m, &m->tuner);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up tuning: %m");
+        tuner_set_kernel(m->tuner, &m->probe,
+                         (m->knobs.saved_mask & (UINT64_C(1) << KSM_SMART_SCAN)) ? (int) m->knobs.original[KSM_SMART_SCAN] : -1);
         return 0;
 }
 

@@ -137,6 +137,9 @@ double manager_ksmd_cpu_fraction(const Manager *m);
 /* The tuning stage's controller (phase, allowance, reason); NULL before
  * startup. */
 const Controller *manager_controller(const Manager *m);
+/* Which seed fixes the kernel carries, as the daemon knows it now: the
+ * tuner's live view, or the start-up probe's (buf) without a tuner. */
+const KernelFixes *manager_kernel_fixes(const Manager *m, KernelFixes *buf);
 
 /* Writes are logged as "would set" instead of done: --dry-run, DryRun=, or
  * mode observe. */

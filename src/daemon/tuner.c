@@ -70,6 +70,12 @@ struct Tuner {
         ContentionWindow window;
         bool collecting;                /* lines read now belong to the window */
         KsmLockCore logged_core;
+        int khugepaged_pid;
+        FixState logged_fix[_KERNEL_FIX_MAX];
+        SmartScanWorkaround smart_scan;
+        uint64_t stop_seq, stop_skipped;        /* the latest ksm_stop_scan read cleanly */
+        bool stop_clean;
+        bool smart_scan_restore;        /* plan smart_scan=1 once: the workaround's, or a killed instance's */
         uint64_t created_usec;
         uint64_t lost_logged;
         struct {
@@ -147,11 +153,46 @@ static bool enter_log_allowed(Tuner *t, uint64_t now) {
         return false;
 }
 
+/* A seed fix whose state changed: once, with the evidence and what the
+ * daemon does now because of it. */
+static void log_kernel_fixes(Tuner *t) {
+        const KernelFixes *k = &t->model.fixes;
+        for (KernelFixId i = 0; i < _KERNEL_FIX_MAX; i++) {
+                if (k->fix[i].state == t->logged_fix[i])
+                        continue;
+                t->logged_fix[i] = k->fix[i].state;
+                log_struct(LOG_NOTICE, LOG_FIELDS(.decision = "kernel-fix"), "Kernel fix %s (%s): %s, %s; %s",
+                           kernel_fix_seed(i), kernel_fix_id_to_string(i), fix_state_to_string(k->fix[i].state),
+                           k->fix[i].evidence, kernel_fix_adaptation(k, i));
+        }
+}
+
+/* Seed 004's cheap evidence: pages_skipped at each full scan's end. ksmd
+ * sleeps sleep_millisecs after the scan that ends its batch, so a read
+ * within the first half of that sleep counts that scan alone; a read later
+ * (a window kept the pipe off, a busy loop) is dropped, and so is the next
+ * scan, which it would have to be paired with. */
+static void note_scan_end(Tuner *t, const TraceEvent *e) {
+        uint64_t skipped, now = now_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC;
+        bool clean = t->model.smart_scan && !t->smart_scan.active && t->model.sleep_ms >= 10 &&
+                     now >= e->time_nsec && now - e->time_nsec < t->model.sleep_ms * NSEC_PER_USEC * 1000 / 2 &&
+                     ksm_sysfs_read_one(t->root, KSM_PAGES_SKIPPED, &skipped) >= 0;
+
+        if (clean && t->stop_clean && e->seq == t->stop_seq + 1 && skipped >= t->stop_skipped &&
+            kernel_fixes_note_scan_skips(&t->model.fixes, e->seq, skipped - t->stop_skipped))
+                log_kernel_fixes(t);
+        t->stop_clean = clean;
+        t->stop_seq = e->seq;
+        t->stop_skipped = clean ? skipped : 0;
+}
+
 static void on_trace_event(const TraceEvent *e, void *userdata) {
         Tuner *t = userdata;
 
         if (t->collecting)
                 contention_window_add(&t->window, e);
+        if (e->type == TRACE_EVENT_KSM_STOP_SCAN)
+                note_scan_end(t, e);
         if (e->type == TRACE_EVENT_KSM_STOP_SCAN) {
                 /* ksmd ended its batch with the scan and sleeps now for
                  * sleep_millisecs: a burst that this scan ends must change
@@ -269,6 +310,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                   w->events, w->ksmd_acquired, w->ksmd_trylock_failures, scanned,
                   t->model.window_ksmd_blocked_fraction * 100.0, (now - t->window_start_usec) / USEC_PER_MSEC,
                   t->model.n_contenders, w->lost_events);
+        log_kernel_fixes(t);
         if (t->model.lock_core != t->logged_core) {
                 log_info("ksmd's mmap locking: %s (%" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
                          " failed trylocks)",
@@ -336,9 +378,10 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                 return;
 
         contention_window_init(&t->window, t->ksmd_pid);
+        contention_window_set_khugepaged(&t->window, t->khugepaged_pid);
         /* ksm_enter lines already buffered belong to no window */
         (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
-        r = tracer_window_start(t->tracer, t->ksmd_pid);
+        r = tracer_window_start(t->tracer, t->ksmd_pid, t->khugepaged_pid);
         if (r < 0) {
                 log_debug_errno(r, "Cannot start a contention window: %m");
                 t->window_start_usec = now;
@@ -346,7 +389,11 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         }
         t->collecting = true;
         t->window_start_usec = now_usec(CLOCK_MONOTONIC);
-        t->window_scanned_before = s->ksm.value[KSM_PAGES_SCANNED];
+        /* As of now, not of the snapshot: the pages ksmd scanned since the
+         * tick began have no events in the window (a TCG guest showed
+         * 1425 pages "scanned" by a window with none of ksmd's locks). */
+        if (ksm_sysfs_read_one(t->root, KSM_PAGES_SCANNED, &t->window_scanned_before) < 0)
+                t->window_scanned_before = s->ksm.value[KSM_PAGES_SCANNED];
         /* The pipe is read in one go when the window closes, not woken for
          * every one of its events. */
         (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_OFF);
@@ -380,7 +427,10 @@ int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, v
         t->window_scale = 1.0;
         t->enter_gap_usec = MAX(cfg->burst_interval_usec, ENTER_WAKE_MIN_GAP_USEC);
         t->enter_log_since_usec = t->created_usec;
+        t->khugepaged_pid = -1;
         model_init(&t->model, page_size(), cfg->min_gain_pages);
+        for (KernelFixId i = 0; i < _KERNEL_FIX_MAX; i++)
+                t->logged_fix[i] = t->model.fixes.fix[i].state;
         controller_init(&t->controller, cfg, now_usec(CLOCK_MONOTONIC));
 
         if (!cfg->tracepoints) {
@@ -431,6 +481,63 @@ Tuner *tuner_free(Tuner *t) {
         return NULL;
 }
 
+/* Seed 004: unless the kernel is known to align smart-scan skips with the
+ * scan number, two identical old pages may never be looked at in one scan.
+ * Once merging stalled, one full scan with smart_scan=0, then smart_scan
+ * back (kernel-fixes.h). The knob goes through the plan, so the knob journal
+ * records smart_scan's value from before and a stop or a restart after a
+ * SIGKILL puts it back. */
+static void smart_scan_step(Tuner *t, const Snapshot *s, DecisionLog *log, Plan *plan) {
+        const Model *m = &t->model;
+        bool was = t->smart_scan.active;
+        char cpu[32];
+
+        if (!ksm_state_has(&s->ksm, KSM_SMART_SCAN))
+                return;
+        bool now = smart_scan_workaround_step(&t->smart_scan, &t->model.fixes, m->smart_scan, m->scans_without_gain,
+                                              m->last_scan_skipped > 0, m->pages_unshared + m->pages_volatile > 0,
+                                              m->full_scans, (int64_t) m->pages_sharing,
+                                              s->ksmd_present ? s->ksmd.cpu_ns : 0, s->time_usec);
+        if (now) {
+                knob_plan_set(&plan->knobs, KSM_SMART_SCAN, 0);
+                if (!was) {
+                        const Decision *d = decision_log_add(
+                                log, "smart-scan",
+                                "%" PRIu64 " full scans without new sharing while smart_scan skipped pages: one full "
+                                "scan with smart_scan=0, so that identical pages whose skips fell out of step meet "
+                                "(kernel fix 004 %s)",
+                                t->smart_scan.stalled_scans,
+                                fix_state_to_string(m->fixes.fix[KERNEL_FIX_SMART_SCAN].state));
+                        if (d)
+                                log_struct(LOG_INFO, LOG_FIELDS(.decision = "smart-scan"), "%s", d->text);
+                }
+                return;
+        }
+        if (was) {
+                t->smart_scan_restore = true;
+                const Decision *d = decision_log_add(
+                        log, "smart-scan",
+                        "the full scan without smart_scan ended: %" PRIi64 " pages of new sharing, %s of ksmd CPU "
+                        "(%" PRIu64 " such scans so far, %s in all); smart_scan=1 again",
+                        m->fixes.workaround_scans ? (int64_t) m->pages_sharing - t->smart_scan.sharing_at_start : 0,
+                        format_timespan(cpu, sizeof cpu,
+                                        (s->ksmd_present && s->ksmd.cpu_ns >= t->smart_scan.cpu_at_start
+                                                 ? s->ksmd.cpu_ns - t->smart_scan.cpu_at_start
+                                                 : 0) /
+                                                NSEC_PER_USEC),
+                        t->smart_scan.count, format_timespan((char[32]) {}, 32, t->smart_scan.cpu_nsec / NSEC_PER_USEC));
+                if (d)
+                        log_struct(LOG_INFO, LOG_FIELDS(.decision = "smart-scan"), "%s", d->text);
+                log_kernel_fixes(t);
+        }
+        if (t->smart_scan_restore) {
+                if (!m->smart_scan)
+                        knob_plan_set(&plan->knobs, KSM_SMART_SCAN, 1);
+                else
+                        t->smart_scan_restore = false;
+        }
+}
+
 int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *log, Plan *plan,
                uint64_t *ret_next_usec) {
         const TuningConfig *cfg = &config->tuning;
@@ -472,6 +579,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
                            "%s", x->text);
         }
 
+        smart_scan_step(t, s, log, plan);
         maybe_start_window(t, s, cfg);
         *ret_next_usec = controller_next_interval_usec(&t->controller, cfg, config->interval_usec);
         return 0;
@@ -487,6 +595,22 @@ uint64_t tuner_sample_interval_usec(const Tuner *t, uint64_t configured_usec) {
         if (tick && tick->scanned_pages == 0)
                 return 0;
         return configured_usec * MAINTENANCE_SAMPLE_FACTOR;
+}
+
+void tuner_set_kernel(Tuner *t, const Probe *p, int smart_scan_journaled) {
+        if (!t)
+                return;
+        t->khugepaged_pid = p->khugepaged_pid;
+        kernel_fixes_note_unmerge_probe(&t->model.fixes, &p->unmerge);
+        log_kernel_fixes(t);
+        /* smart_scan=0 with 1 in the journal: an instance was killed in
+         * the middle of its workaround scan. */
+        if (smart_scan_journaled == 1)
+                t->smart_scan_restore = true;
+}
+
+const SmartScanWorkaround *tuner_smart_scan_workaround(const Tuner *t) {
+        return t ? &t->smart_scan : NULL;
 }
 
 const Model *tuner_model(const Tuner *t) {

@@ -11,6 +11,7 @@
 #include "decisions.h"
 #include "model.h"
 #include "plan.h"
+#include "probe.h"
 #include "root.h"
 #include "snapshot.h"
 
@@ -40,5 +41,12 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
  * when it did not scan at all. */
 uint64_t tuner_sample_interval_usec(const Tuner *t, uint64_t configured_usec);
 
+/* What the start-up probe found that the tuner uses: khugepaged's pid
+ * (its waits are told apart), the unmerge probe (seed 003). With
+ * smart_scan_journaled == 1 (the knob journal holds smart_scan's value from
+ * before an instance that was killed) smart_scan=1 is put back at the next
+ * tick should it read 0. */
+void tuner_set_kernel(Tuner *t, const Probe *p, int smart_scan_journaled);
+const SmartScanWorkaround *tuner_smart_scan_workaround(const Tuner *t);
 const Model *tuner_model(const Tuner *t);
 const Controller *tuner_controller(const Tuner *t);

@@ -332,6 +332,45 @@ static LockHolder *window_holder(ContentionWindow *w, uint64_t mm) {
         return h;
 }
 
+void contention_window_set_khugepaged(ContentionWindow *w, int khugepaged_pid) {
+        w->khugepaged_pid = khugepaged_pid;
+}
+
+static void window_add_khugepaged(ContentionWindow *w, const TraceEvent *e) {
+        LockHolder *h;
+
+        if (!e->write) {
+                /* Its read locks: released, then (a writer in between)
+                 * taken again at once on the same mm is the drop of a
+                 * contended lock; any other lock of its own in between is
+                 * its ordinary walk. */
+                if (e->type == TRACE_EVENT_RELEASED) {
+                        w->khugepaged_read_released = true;
+                        w->khugepaged_writer_since = false;
+                        w->khugepaged_read_released_mm = e->mm;
+                        w->khugepaged_read_released_nsec = e->time_nsec;
+                } else if (e->type == TRACE_EVENT_START_LOCKING || e->type == TRACE_EVENT_ACQUIRE_RETURNED) {
+                        if (w->khugepaged_read_released && w->khugepaged_writer_since &&
+                            e->mm == w->khugepaged_read_released_mm &&
+                            e->time_nsec >= w->khugepaged_read_released_nsec &&
+                            e->time_nsec - w->khugepaged_read_released_nsec <= CONTENTION_KHUGEPAGED_YIELD_NSEC)
+                                w->khugepaged_yields++;
+                        w->khugepaged_read_released = false;
+                }
+                return;
+        }
+        w->khugepaged_read_released = false;
+        if (e->type == TRACE_EVENT_ACQUIRE_RETURNED && e->success) {
+                h = window_holder(w, e->mm);
+                if (h)
+                        h->khugepaged_write_locks++;
+        } else if (e->type == TRACE_EVENT_RELEASED) {
+                h = window_holder(w, e->mm);
+                if (h)
+                        h->khugepaged_released_nsec = e->time_nsec;
+        }
+}
+
 void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
         LockHolder *h;
 
@@ -375,12 +414,20 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                         if (w->ksmd_pending && w->ksmd_pending_mm == e->mm &&
                             e->time_nsec >= w->ksmd_pending_nsec) {
                                 uint64_t wait = e->time_nsec - w->ksmd_pending_nsec;
-                                w->ksmd_wait_nsec += wait;
-                                if (h) {
+                                /* A wait that khugepaged's write release
+                                 * ended was for khugepaged: the process
+                                 * is not to blame (seed 002). */
+                                if (h && h->khugepaged_released_nsec >= w->ksmd_pending_nsec &&
+                                    h->khugepaged_released_nsec <= e->time_nsec &&
+                                    wait >= CONTENTION_WAIT_THRESHOLD_NSEC) {
+                                        h->ksmd_wait_khugepaged_nsec += wait;
+                                        w->khugepaged_wait_nsec += wait;
+                                } else if (h) {
                                         h->ksmd_wait_nsec += wait;
                                         if (wait >= CONTENTION_WAIT_THRESHOLD_NSEC)
                                                 h->ksmd_waits++;
                                 }
+                                w->ksmd_wait_nsec += wait;
                         }
                         w->ksmd_pending = false;
                         break;
@@ -390,9 +437,15 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                 return;
         }
 
+        if (e->pid == w->khugepaged_pid && w->khugepaged_pid > 0) {
+                window_add_khugepaged(w, e);
+                return;
+        }
         if (!e->write)
                 return;
         if (e->type == TRACE_EVENT_ACQUIRE_RETURNED && e->success) {
+                if (w->khugepaged_read_released && e->mm == w->khugepaged_read_released_mm)
+                        w->khugepaged_writer_since = true;
                 h = window_holder(w, e->mm);
                 if (!h)
                         return;

@@ -239,9 +239,20 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
 
         for (size_t i = 0; i < m->n_contenders; i++) {
                 const ModelContender *x = &m->contenders[i];
-                double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK ? x->trylock_failure_fraction
-                                                                     : x->ksmd_blocked_fraction;
-                char why[96];
+                /* On a trylock kernel ksmd still blocks in the paths the
+                 * patch left locked (the scan's own mmap_read_lock), and
+                 * each failed try costs the process's pages a full scan:
+                 * both count. Where the lookups take VMA locks (seed 001)
+                 * the kernel protects ksmd from the churn of other VMAs
+                 * and a failed try is a rare fallback: only the time ksmd
+                 * still waits (the scan's own lock, which the 6.12 port
+                 * keeps) counts, so a churner that does not hold ksmd up
+                 * stays in. */
+                bool per_vma = m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES;
+                double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK && !per_vma
+                                       ? 1.0 - (1.0 - x->ksmd_blocked_fraction) * (1.0 - x->trylock_failure_fraction)
+                                       : x->ksmd_blocked_fraction;
+                char why[128];
 
                 if (share * 100.0 < cfg->exclude_blocked_percent)
                         continue;
@@ -261,8 +272,8 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                         continue;
 
                 if (m->lock_core == KSM_LOCK_CORE_TRYLOCK)
-                        snprintf(why, sizeof why, "%.0f%% of ksmd's tries of its mmap lock failed",
-                                 x->trylock_failure_fraction * 100.0);
+                        snprintf(why, sizeof why, "%.0f%% of ksmd's tries of its mmap lock failed, %.0f%% of ksmd time blocked on it",
+                                 x->trylock_failure_fraction * 100.0, x->ksmd_blocked_fraction * 100.0);
                 else
                         snprintf(why, sizeof why, "%.0f%% of ksmd time blocked on its mmap lock",
                                  x->ksmd_blocked_fraction * 100.0);

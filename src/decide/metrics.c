@@ -181,6 +181,38 @@ static void controller_metrics(FILE *f, const Controller *c) {
         fprintf(f, "ksmtuned2_controller_burst_allowance_seconds %.3f\n", c->allowance_nsec / 1e9);
 }
 
+/* The seed fixes as one state set per fix, with what their detection and
+ * the smart_scan workaround counted. */
+static void kernel_fix_metrics(FILE *f, const KernelFixes *k, const SmartScanWorkaround *w) {
+        if (!k)
+                return;
+        family(f, "ksmtuned2_kernel_fix", "gauge",
+               "Whether the kernel carries each seed fix, told from behaviour: 1 for the state in force.");
+        for (KernelFixId i = 0; i < _KERNEL_FIX_MAX; i++)
+                for (FixState st = 0; st < _FIX_STATE_MAX; st++)
+                        fprintf(f, "ksmtuned2_kernel_fix{fix=\"%s\",seed=\"%s\",state=\"%s\"} %d\n",
+                                kernel_fix_id_to_string(i), kernel_fix_seed(i), fix_state_to_string(st),
+                                k->fix[i].state == st);
+        value_u64(f, "ksmtuned2_ksmd_trylock_failures_total", "counter",
+                  "ksmd's mmap lock tries that failed in the trace windows: pages skipped because contended (seed 000).",
+                  k->ksmd_trylock_failures);
+        value_u64(f, "ksmtuned2_ksmd_contended_waits_total", "counter",
+                  "ksmd's blocking mmap lock acquisitions that waited behind a writer in the trace windows.",
+                  k->ksmd_contended_waits);
+        family(f, "ksmtuned2_ksmd_khugepaged_wait_seconds_total", "counter",
+               "ksmd's waits in the trace windows that khugepaged's own write holds caused (seed 002).");
+        fprintf(f, "ksmtuned2_ksmd_khugepaged_wait_seconds_total %.6f\n", (double) k->khugepaged_wait_nsec / 1e9);
+        if (!w)
+                return;
+        value_u64(f, "ksmtuned2_smart_scan_workaround_scans_total", "counter",
+                  "Full scans run with smart_scan=0 because merging had stalled (seed 004).", w->count);
+        family(f, "ksmtuned2_smart_scan_workaround_ksmd_cpu_seconds_total", "counter",
+               "ksmd CPU time spent during those scans.");
+        fprintf(f, "ksmtuned2_smart_scan_workaround_ksmd_cpu_seconds_total %.6f\n", (double) w->cpu_nsec / 1e9);
+        value_u64(f, "ksmtuned2_smart_scan_workaround_active", "gauge", "1 while smart_scan=0 is the workaround's.",
+                  w->active);
+}
+
 int metrics_format(const MetricsInput *in, char **ret) {
         _cleanup_free_ char *text = NULL, *version = NULL, *kernel = NULL;
         _cleanup_(series_list_done) SeriesList vms = {}, units = {};
@@ -249,6 +281,7 @@ int metrics_format(const MetricsInput *in, char **ret) {
                "The long-run ksmd CPU budget the tuner holds to now, of one CPU.");
         fprintf(f, "ksmtuned2_ksmd_cpu_budget_ratio %.6f\n", in->ksmd_cpu_budget_ratio);
         controller_metrics(f, in->controller);
+        kernel_fix_metrics(f, in->fixes, in->smart_scan);
         family(f, "ksmtuned2_ksmd_blocked_ratio", "gauge",
                "Share of the latest tick ksmd spent blocked, by what it waited for.");
         fprintf(f, "ksmtuned2_ksmd_blocked_ratio{on=\"mmap_lock\"} %.6f\n",

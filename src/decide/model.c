@@ -13,6 +13,9 @@
  * tick with a handful of pages does not swing them. */
 #define MIN_PAGES_FOR_RATE 512
 #define EWMA_WEIGHT 0.3
+/* Full scans in a row that contended skips may keep from counting as
+ * barren (seed 000). */
+#define PENDING_SCANS_MAX 8
 
 static const char *const ksm_lock_core_table[_KSM_LOCK_CORE_MAX] = {
         [KSM_LOCK_CORE_UNKNOWN] = "unknown",
@@ -29,6 +32,7 @@ void model_init(Model *m, uint64_t page_size, uint64_t min_gain_pages) {
                 .min_gain_pages = MAX(min_gain_pages, UINT64_C(1)),
                 .mem_available_ratio = 1.0,
         };
+        kernel_fixes_init(&m->fixes);
 }
 
 static double ewma(double old, double sample) {
@@ -168,11 +172,27 @@ void model_update(Model *m, const Snapshot *s) {
                 m->news_at_scan_end[0] = m->news_at_scan_end[1];
                 m->news_at_scan_end[1] = m->news;
                 m->last_scan_gain_pages = m->scan_sharing_gain;
+                /* On a trylock kernel (seed 000) ksmd skips the pages of an
+                 * mm whose lock is contended and retries them only in a
+                 * later full scan: a scan that skipped some is work still
+                 * pending, not a barren one, and must not end a burst. For
+                 * at most PENDING_SCANS_MAX in a row, so that an mm
+                 * contended for good cannot keep ksmd bursting. */
+                bool pending = !paid && m->pending_skips > 0 &&
+                               m->fixes.fix[KERNEL_FIX_TRYLOCK].state == FIX_YES &&
+                               m->pending_scans < PENDING_SCANS_MAX;
+                if (pending) {
+                        m->pending_scans++;
+                        m->last_scan_settled = false;
+                } else if (paid || m->pending_skips == 0)
+                        m->pending_scans = 0;
+                m->pending_skips = 0;
                 if (paid) {
                         m->scans_without_gain = 0;
                         m->last_gain_usec = s->time_usec;
-                } else
+                } else if (!pending)
                         m->scans_without_gain += t.full_scans;
+                m->last_scan_skipped = m->scan_skipped;
                 m->scan_sharing_gain = 0;
                 m->scan_rmap_gain = 0;
                 m->scan_skipped = 0;
@@ -225,13 +245,13 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
          * the trylock patch (stock ksmd's mmap_read_lock cannot fail); a
          * ksmd that scanned many pages with few mmap locks uses per-VMA
          * locks; stock ksmd takes at least one per scanned page. */
-        if (w->ksmd_trylock_failures > 0)
+        m->fixes_changed = kernel_fixes_note_window(&m->fixes, w, scanned_pages, m->pages_unshared);
+        m->pending_skips += w->ksmd_trylock_failures;
+        if (m->fixes.fix[KERNEL_FIX_TRYLOCK].state == FIX_YES)
                 m->lock_core = KSM_LOCK_CORE_TRYLOCK;
-        else if (scanned_pages >= 1000 && (double) w->ksmd_acquired < 0.1 * (double) scanned_pages &&
-                 w->lost_events == 0)
+        else if (m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES)
                 m->lock_core = KSM_LOCK_CORE_PER_VMA;
-        else if (scanned_pages >= 1000 && w->ksmd_acquired >= scanned_pages / 2 &&
-                 m->lock_core != KSM_LOCK_CORE_TRYLOCK)
+        else if (m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_NO)
                 m->lock_core = KSM_LOCK_CORE_BLOCKING;
 
         m->n_contenders = 0;

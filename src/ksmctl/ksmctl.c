@@ -239,6 +239,10 @@ typedef struct StatusDecision {
         char *kind, *text;
 } StatusDecision;
 
+typedef struct StatusFix {
+        char *name, *state, *evidence, *adaptation;
+} StatusFix;
+
 typedef struct Status {
         bool running;
         bool remote;            /* -H, -M: no kernel figures of this host when not running */
@@ -258,6 +262,8 @@ typedef struct Status {
         NamedList features, knobs, counters;
         StatusDecision *decisions;
         size_t n_decisions;
+        StatusFix *fixes;
+        size_t n_fixes;
 } Status;
 
 static void named_list_done(NamedList *l) {
@@ -307,6 +313,13 @@ static void status_done(Status *s) {
                 free(s->decisions[i].text);
         }
         free(s->decisions);
+        for (size_t i = 0; i < s->n_fixes; i++) {
+                free(s->fixes[i].name);
+                free(s->fixes[i].state);
+                free(s->fixes[i].evidence);
+                free(s->fixes[i].adaptation);
+        }
+        free(s->fixes);
         *s = (Status) {};
 }
 
@@ -360,6 +373,38 @@ static int read_dict(sd_bus_message *m, char type, NamedList *l) {
         }
         if (r < 0)
                 return r;
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_fixes(sd_bus_message *m, Status *s) {
+        int r = sd_bus_message_enter_container(m, 'v', "a(ssss)");
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(ssss)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *name, *state, *evidence, *adaptation;
+                StatusFix *x;
+
+                r = sd_bus_message_read(m, "(ssss)", &name, &state, &evidence, &adaptation);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                x = reallocarray(s->fixes, s->n_fixes + 1, sizeof *x);
+                if (!x)
+                        return -ENOMEM;
+                s->fixes = x;
+                x = &s->fixes[s->n_fixes++];
+                *x = (StatusFix) { .name = strdup(name), .state = strdup(state), .evidence = strdup(evidence),
+                                   .adaptation = strdup(adaptation) };
+                if (!x->name || !x->state || !x->evidence || !x->adaptation)
+                        return -ENOMEM;
+        }
         r = sd_bus_message_exit_container(m);
         if (r < 0)
                 return r;
@@ -464,6 +509,8 @@ static int read_property(sd_bus_message *m, const char *name, void *userdata) {
                 return read_dict(m, 'x', &s->counters);
         if (streq(name, "LastDecisions"))
                 return read_decisions(m, s);
+        if (streq(name, "KernelFixes"))
+                return read_fixes(m, s);
         return sd_bus_message_skip(m, "v");
 }
 
@@ -723,6 +770,12 @@ static void print_status(FILE *f, const Status *s) {
         fprintf(f, "%-12s%s, cgroup layout %s\n", "Kernel:", strna(s->kernel_release), strna(s->cgroup_layout));
         print_features(f, s, true, "Features:");
         print_features(f, s, false, "Missing:");
+        if (s->n_fixes > 0) {
+                fprintf(f, "Kernel fixes:\n");
+                for (size_t i = 0; i < s->n_fixes; i++)
+                        fprintf(f, "  %-11s %-8s %s\n", ESC(s->fixes[i].name), ESC(s->fixes[i].state),
+                                ESC(s->fixes[i].evidence));
+        }
         if (s->n_decisions == 0) {
                 fprintf(f, "No decisions yet.\n");
                 return;
@@ -816,6 +869,17 @@ static void json_status(JsonWriter *w, const Status *s) {
                 for (size_t i = 0; i < s->features.n; i++)
                         json_kv_bool(w, s->features.items[i].name, s->features.items[i].flag);
                 json_end_object(w);
+                json_key(w, "fixes");
+                json_begin_array(w);
+                for (size_t i = 0; i < s->n_fixes; i++) {
+                        json_begin_object(w);
+                        json_kv_string(w, "name", s->fixes[i].name);
+                        json_kv_string(w, "state", s->fixes[i].state);
+                        json_kv_string(w, "evidence", s->fixes[i].evidence);
+                        json_kv_string(w, "adaptation", s->fixes[i].adaptation);
+                        json_end_object(w);
+                }
+                json_end_array(w);
                 json_end_object(w);
                 json_key(w, "decisions");
                 json_begin_array(w);

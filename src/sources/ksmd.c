@@ -13,6 +13,7 @@
 
 struct find_ctx {
         const Root *root;
+        const char *comm;
         int found;
 };
 
@@ -25,7 +26,7 @@ static int find_cb(int pid, void *userdata) {
                 return 0;
         if (procfs_read_stat(dfd, &st) < 0)
                 return 0;
-        if (proc_stat_is_kthread(&st) && strcmp(st.comm, "ksmd") == 0) {
+        if (proc_stat_is_kthread(&st) && strcmp(st.comm, c->comm) == 0) {
                 c->found = pid;
                 return -1; /* stop */
         }
@@ -33,7 +34,11 @@ static int find_cb(int pid, void *userdata) {
 }
 
 int ksmd_find(const Root *root, int *ret_pid) {
-        struct find_ctx c = { .root = root };
+        return kthread_find(root, "ksmd", ret_pid);
+}
+
+int kthread_find(const Root *root, const char *comm, int *ret_pid) {
+        struct find_ctx c = { .root = root, .comm = comm };
         int r = procfs_for_each_pid(root, find_cb, &c);
         if (c.found > 0) {
                 *ret_pid = c.found;

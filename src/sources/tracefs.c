@@ -257,23 +257,28 @@ int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *us
         return (int) MIN(total, (size_t) INT32_MAX);
 }
 
-int tracer_window_start(Tracer *t, int ksmd_pid) {
-        char f[64];
+int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid) {
+        char f[128];
         int r;
 
         if (!t->mmap_lock)
                 return -EOPNOTSUPP;
         if (t->window)
                 return 0;
-        snprintf(f, sizeof f, "common_pid == %d", ksmd_pid);
+        /* khugepaged's read locks too (a few per scanned mm, every 10 s
+         * by default): whether it drops a contended one (seed 002). */
+        char kh[48] = "";
+        if (khugepaged_pid > 0)
+                snprintf(kh, sizeof kh, " || common_pid == %d", khugepaged_pid);
+        snprintf(f, sizeof f, "common_pid == %d%s", ksmd_pid, kh);
         r = inst_write(t, "events/mmap_lock/mmap_lock_start_locking/filter", f);
         if (r < 0)
                 return r;
-        snprintf(f, sizeof f, "common_pid == %d || write == 1", ksmd_pid);
+        snprintf(f, sizeof f, "common_pid == %d%s || write == 1", ksmd_pid, kh);
         r = inst_write(t, "events/mmap_lock/mmap_lock_acquire_returned/filter", f);
         if (r < 0)
                 return r;
-        snprintf(f, sizeof f, "write == 1 && common_pid != %d", ksmd_pid);
+        snprintf(f, sizeof f, "(write == 1 && common_pid != %d)%s", ksmd_pid, kh);
         r = inst_write(t, "events/mmap_lock/mmap_lock_released/filter", f);
         if (r < 0)
                 return r;

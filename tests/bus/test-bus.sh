@@ -83,8 +83,8 @@ out=$("$KSMCTL" status 2>&1); rc=$?
 [ $rc = 3 ] || fail "ksmctl status without a bus exited $rc, want 3"
 grep -q "^ksmtuned2 is not running" <<<"$out" || fail "ksmctl status without a bus: $out"
 grep -q "^Knobs: .*run=[012]" <<<"$out" || fail "ksmctl status without a daemon does not show the kernel's knobs: $out"
-# The counters wrap: pages_sharing= is on the first line only while pages_shared is short.
-sed -n '/^Counters: /,/^[^ ]/p' <<<"$out" | grep -q "pages_sharing=" || fail "no kernel counters without a daemon: $out"
+# the counters wrap at the terminal's width: pages_sharing may be on the next line
+grep -q "^Counters: " <<<"$out" && grep -q "pages_sharing=" <<<"$out" || fail "no kernel counters without a daemon: $out"
 "$KSMCTL" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["daemon"]["running"] is False; assert "pages_sharing" in d["counters"]; assert isinstance(d["knobs"]["run"], int)' ||
         fail "ksmctl status --json without a daemon"
 ok "ksmctl status without a daemon: says so, exit 3, shows the kernel's counters"
@@ -128,6 +128,10 @@ memtotal=$(( $(awk '/^MemTotal:/ { print $2 }' /proc/meminfo) * 1024 ))
 [ "$(prop DryRun)" = "b true" ] || fail "DryRun $(prop DryRun)"
 [ "$(prop Mode)" = 's "auto"' ] || fail "Mode $(prop Mode)"
 prop Features | grep -q '"ksm" true' || fail "Features lacks ksm: $(prop Features)"
+# one (name state evidence adaptation) per seed fix, in seed order; the
+# unmerge probe decides 003 at start
+prop KernelFixes | grep -q '^a(ssss) 5 "trylock" "[a-z]*" ".*" "per-vma" .* "khugepaged" .* "range-walk" "\(yes\|no\)" .* "smart-scan" ' ||
+        fail "KernelFixes: $(prop KernelFixes)"
 prop Knobs | grep -q '"pages_to_scan" "[0-9]*"' || fail "Knobs: $(prop Knobs)"
 prop Counters | grep -q '"full_scans" [0-9]' || fail "Counters: $(prop Counters)"
 t1=$(prop Ticks | cut -d' ' -f2); sleep 0.7; t2=$(prop Ticks | cut -d' ' -f2)
@@ -272,6 +276,9 @@ grep -q "^Knobs: .*pages_to_scan=[0-9]" <<<"$out" || fail "status knobs: $out"
 grep -q "^Counters:   pages_shared=[0-9.]* \([KMGTP]i\)\?B ([0-9]* pages\?)," <<<"$out" || fail "status counters: $out"
 grep -q " full_scans=[0-9]*,\?$\| full_scans=[0-9]*, " <<<"$out" || fail "status full_scans: $out"
 grep -q "^Features: .*ksm " <<<"$out" || fail "status features: $out"
+grep -q "^Kernel fixes:$" <<<"$out" || fail "status has no Kernel fixes block: $out"
+grep -q "^  range-walk  \(yes\|no\) *MADV_UNMERGEABLE of 16 MiB sparse took" <<<"$out" || fail "status range-walk: $out"
+grep -q "^  smart-scan  \(unknown\|yes\|no\) " <<<"$out" || fail "status smart-scan: $out"
 grep -q "^Processes: *[1-9][0-9]* managed$" <<<"$out" || fail "status processes: $out"
 grep -q "^Memory: .* available of .*iB$" <<<"$out" || fail "status memory: $out"
 grep -q "^Last decisions ([0-9]* in all):" <<<"$out" || fail "status decisions: $out"
@@ -287,6 +294,9 @@ assert d["ksmd"]["pid"] == int(sys.argv[2]) and 0 <= d["ksmd"]["cpu_fraction"] <
 assert isinstance(d["knobs"]["pages_to_scan"], int) and d["knobs"]["advisor_mode"] in ("none", "scan-time")
 assert isinstance(d["savings"]["saved_bytes"], int)
 assert d["kernel"]["features"]["ksm"] is True
+fixes = {x["name"]: x for x in d["kernel"]["fixes"]}
+assert list(fixes) == ["trylock", "per-vma", "khugepaged", "range-walk", "smart-scan"], fixes
+assert fixes["range-walk"]["state"] in ("yes", "no") and fixes["range-walk"]["adaptation"], fixes
 c = d["controller"]
 assert c["phase"] in ("maintain", "burst", "decay", "idle") and isinstance(c["burst_allowance_usec"], int) and c["reason"]
 admin = [x for x in d["decisions"] if x["kind"] == "admin"]

@@ -88,7 +88,7 @@ static void test_instance(void **state) {
                 /* a window sees our own mmap write locks */
                 contention_window_init(&seen.w, 1);
                 seen.collect = true;
-                assert_int_equal(tracer_window_start(t, 1), 0);
+                assert_int_equal(tracer_window_start(t, 1, -1), 0);
                 for (int i = 0; i < 100; i++) {
                         void *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                         assert_true(p != MAP_FAILED);

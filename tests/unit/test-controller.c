@@ -515,7 +515,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         /* the same window is not judged twice; a new one does not exclude again */
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
-        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 5000);
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
@@ -531,13 +531,13 @@ static void test_contention_excludes_and_readmits(void **state) {
         assert_int_equal(x.c.n_exclusions, 0);
 
         /* a victim that merges (same-process churn) is never excluded */
-        model_add_window(&x.m, contended_window(39, 900, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        model_add_window(&x.m, contended_window(39, 900, 150000, 200000), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 8192;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
         /* nor one that entered KSM less than two full scans ago: its
          * pages have not had their second look (merged or not) */
-        model_add_window(&x.m, contended_window(39, 903, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        model_add_window(&x.m, contended_window(39, 903, 150000, 200000), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 0;
         uint64_t entered = x.m.full_scans;
         x.m.contenders[0].entered_seen = true;
@@ -546,7 +546,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         assert_int_equal(x.plan.n_actions, 0);
         /* two full scans after it entered, "0 pages merged" counts */
         sim_step(&x, 5 * SEC, 10000, 1, 0, 0, 5000000);
-        model_add_window(&x.m, contended_window(39, 903, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        model_add_window(&x.m, contended_window(39, 903, 150000, 200000), x.s.time_usec, 200 * MS, 0);
         assert_int_equal(x.m.window_full_scans, entered + 2);
         x.m.contenders[0].merging_pages = 0;
         x.m.contenders[0].entered_seen = true;
@@ -555,10 +555,10 @@ static void test_contention_excludes_and_readmits(void **state) {
         assert_int_equal(x.plan.n_actions, 1);
         assert_int_equal(x.plan.actions[0].pid, 903);
         /* nor one whose yield is unknown, nor one below the threshold */
-        model_add_window(&x.m, contended_window(39, 901, 150000, 200000), x.s.time_usec, 200 * MS, 5000);
+        model_add_window(&x.m, contended_window(39, 901, 150000, 200000), x.s.time_usec, 200 * MS, 0);
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
-        model_add_window(&x.m, contended_window(39, 902, 10000, 200000), x.s.time_usec, 200 * MS, 5000);
+        model_add_window(&x.m, contended_window(39, 902, 10000, 200000), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
@@ -581,14 +581,14 @@ static void test_trylock_kernel(void **state) {
                                    .time_nsec = (uint64_t) i * 1000 };
                 contention_window_add(&w, &e);
         }
-        model_add_window(&x.m, &w, x.s.time_usec, 200 * MS, 5000);
+        model_add_window(&x.m, &w, x.s.time_usec, 200 * MS, 4);
         assert_int_equal(x.m.lock_core, KSM_LOCK_CORE_TRYLOCK);
         assert_int_equal(x.m.n_contenders, 1);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 1);
         assert_string_equal(x.plan.actions[0].reason,
-                            "excluding pid 812 (churn): 75% of ksmd's tries of its mmap lock failed, 0 pages merged");
+                            "excluding pid 812 (churn): 75% of ksmd's tries of its mmap lock failed, 0% of ksmd time blocked on it, 0 pages merged");
 
         /* a per-VMA ksmd: few mmap locks for many scanned pages */
         contention_window_init(&w, 39);
@@ -598,7 +598,9 @@ static void test_trylock_kernel(void **state) {
         }
         Model m;
         model_init(&m, 4096, 64);
-        model_add_window(&m, &w, 1, 200 * MS, 100000);
+        m.pages_unshared = 4096;        /* an unstable tree to walk */
+        for (int i = 0; i < KERNEL_FIX_PER_VMA_MIN_WINDOWS; i++)
+                model_add_window(&m, &w, 1, 200 * MS, 100000);
         assert_int_equal(m.lock_core, KSM_LOCK_CORE_PER_VMA);
         plan_done(&x.plan);
 }

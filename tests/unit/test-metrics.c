@@ -412,8 +412,29 @@ static void test_controller(void **state) {
         assert_null(strstr(none, "ksmtuned2_controller_"));
 }
 
+static void test_kernel_fixes(void **state) {
+        _cleanup_free_ char *text = NULL;
+        Snapshot snap = { .ksm_present = true };
+        KernelFixes k;
+        SmartScanWorkaround w = { .count = 2, .cpu_nsec = 31500000 };
+
+        kernel_fixes_init(&k);
+        k.fix[KERNEL_FIX_RANGE_WALK].state = FIX_NO;
+        k.ksmd_trylock_failures = 7;
+        MetricsInput in = { .snapshot = &snap, .page_size = 4096, .version = "0.1.0", .fixes = &k, .smart_scan = &w };
+        assert_int_equal(metrics_format(&in, &text), 0);
+        assert_true(has_line(text, "ksmtuned2_kernel_fix{fix=\"range-walk\",seed=\"003\",state=\"no\"} 1"));
+        assert_true(has_line(text, "ksmtuned2_kernel_fix{fix=\"range-walk\",seed=\"003\",state=\"yes\"} 0"));
+        assert_true(has_line(text, "ksmtuned2_kernel_fix{fix=\"trylock\",seed=\"000\",state=\"unknown\"} 1"));
+        assert_true(has_line(text, "ksmtuned2_ksmd_trylock_failures_total 7"));
+        assert_true(has_line(text, "ksmtuned2_smart_scan_workaround_scans_total 2"));
+        assert_true(has_line(text, "ksmtuned2_smart_scan_workaround_ksmd_cpu_seconds_total 0.031500"));
+        assert_documented(text);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_kernel_fixes),
                 cmocka_unit_test(test_sorted_processes),
                 cmocka_unit_test(test_by_cgroup),
                 cmocka_unit_test(test_visibility),
