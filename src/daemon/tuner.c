@@ -369,6 +369,16 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         return 0;
 }
 
+void tuner_note_unmet(Tuner *t, const Config *config, uint64_t pages) {
+        if (t)
+                model_note_unmet(&t->model, now_usec(CLOCK_MONOTONIC), pages, config->tuning.burst_min_new_pages);
+}
+
+void tuner_forget_unmet(Tuner *t) {
+        if (t)
+                model_forget_unmet(&t->model);
+}
+
 uint64_t tuner_sample_interval_usec(const Tuner *t, uint64_t configured_usec) {
         const ModelTick *tick;
         if (!t)
