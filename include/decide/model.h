@@ -127,6 +127,7 @@ typedef struct Model {
         uint64_t unmet_floor;
         uint64_t unmet_new_total;
         uint64_t unmet_usec;            /* when it last grew, 0 never */
+        bool unmet_known;               /* the floor is known: false at start and after model_forget_unmet() */
 
         /* need */
         double mem_available_ratio;     /* MemAvailable / MemTotal, 1 when unknown */
@@ -162,7 +163,11 @@ void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages);
 void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_new_pages);
 /* Forgets the low-water mark: all of the next estimate counts as new (after
  * a pause, observe or a reload, when the controller's view of the memory
- * ksmd has met is stale). */
+ * ksmd has met is stale). The first estimate after this (and after
+ * model_init) also counts pages_volatile, the pages ksmd met once and has not
+ * looked at again: a merge in progress that no instance of the controller
+ * has seen start (the daemon SIGKILLed mid-merge and restarted). Call it
+ * after model_update(). */
 void model_forget_unmet(Model *m);
 
 /* A finished trace window of wall_usec, during which ksmd scanned

@@ -64,6 +64,8 @@ struct Tuner {
         KsmLockCore logged_core;
         uint64_t created_usec;
         uint64_t lost_logged;
+        bool have_unmet;
+        uint64_t unmet_pages;           /* tuner_note_unmet(), for the next tick */
         struct {
                 int pid;
                 uint64_t full_scans;
@@ -337,6 +339,10 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         }
         t->model.min_gain_pages = MAX(cfg->min_gain_pages, UINT64_C(1));
         model_update(&t->model, s);
+        if (t->have_unmet)
+                /* after model_update: a fresh estimate counts pages_volatile too */
+                model_note_unmet(&t->model, s->time_usec, t->unmet_pages, cfg->burst_min_new_pages);
+        t->have_unmet = false;
 
         const ModelTick *tick = model_tick(&t->model, 0);
         if (tick)
@@ -369,9 +375,11 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         return 0;
 }
 
-void tuner_note_unmet(Tuner *t, const Config *config, uint64_t pages) {
-        if (t)
-                model_note_unmet(&t->model, now_usec(CLOCK_MONOTONIC), pages, config->tuning.burst_min_new_pages);
+void tuner_note_unmet(Tuner *t, uint64_t pages) {
+        if (!t)
+                return;
+        t->unmet_pages = pages;
+        t->have_unmet = true;
 }
 
 void tuner_forget_unmet(Tuner *t) {

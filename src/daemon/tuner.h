@@ -36,7 +36,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
 
 /* The process table's estimate of mergeable memory ksmd has not met
  * (discovery_unmet_pages), for the tick that follows. */
-void tuner_note_unmet(Tuner *t, const Config *config, uint64_t pages);
+void tuner_note_unmet(Tuner *t, uint64_t pages);
 /* After a pause, observe or a reload, all of that memory is new again. */
 void tuner_forget_unmet(Tuner *t);
 

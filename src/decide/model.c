@@ -204,6 +204,11 @@ void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages) {
 }
 
 void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_new_pages) {
+        if (!m->unmet_known) {
+                pages += m->pages_volatile;
+                m->unmet_floor = 0;
+                m->unmet_known = true;
+        }
         m->unmet_pages = pages;
         m->unmet_floor = MIN(m->unmet_floor, pages);
         if (pages - m->unmet_floor < MAX(min_new_pages, UINT64_C(1)))
@@ -218,7 +223,7 @@ void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_
 }
 
 void model_forget_unmet(Model *m) {
-        m->unmet_floor = 0;
+        m->unmet_known = false;
 }
 
 void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, uint64_t wall_usec,

@@ -685,6 +685,19 @@ static void test_unmet_memory_bursts(void **state) {
         model_note_unmet(&x.m, x.s.time_usec, 8192, x.cfg.burst_min_new_pages);
         sim_step(&x, 5 * SEC, 100, 0, 0, 0, 100000);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+
+        /* SIGKILLed mid-merge and restarted: ksmd met every page once
+         * (rmap items = RSS, nothing unmet in the process table) but merged
+         * none; the fresh instance counts those volatile pages as new. */
+        sim_init(&x);
+        x.s.ksm.value[KSM_PAGES_VOLATILE] = 8192;
+        x.s.ksm.value[KSM_RUN] = 1;
+        model_init(&x.m, 4096, x.cfg.min_gain_pages);
+        model_update(&x.m, &x.s);
+        model_note_unmet(&x.m, x.s.time_usec, 0, x.cfg.burst_min_new_pages);
+        sim_step(&x, 5 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_true(decided(&x, "burst: 32.0 MiB mergeable that ksmd has not met yet"));
 }
 
 /* Recorded on this machine (6.18, 2 cores) with the daemon's debug log:
