@@ -14,7 +14,8 @@
 # no second ksm_enter for an mm): merged within one Interval= (the next tick,
 # where the daemon reads its RSS) plus the bound.
 # The daemon runs at the shipped Interval= (5 s) with a policy that matches
-# the victims but never switches anything on (MinAge=1h): it only tunes.
+# this build's ksm-workload (not another checkout's) and never touches it
+# (Method=none): it only tunes.
 # Timed from the daemon's exec, the restart's exec, the resume, the set-mode.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
@@ -87,11 +88,10 @@ echo "aggressive: ${aggr_ms} ms; bound ${bound_ms} ms"
 mkdir -p "$tmp/run" "$tmp/policy.d"
 cat > "$tmp/policy.d/50-victims.policy" <<POLICY
 [Match]
-Comm=ksm-workload
+Exe=$KSM_WORKLOAD
 [Merge]
 Mode=auto
-Method=any
-MinAge=1h
+Method=none
 POLICY
 cat > "$tmp/k.conf" <<CONF
 [Daemon]
