@@ -69,9 +69,13 @@ kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 after=$(ksm_guard_knobs_now)
 [ "$before" = "$after" ] || fail "after SIGKILL, restart, SIGTERM: before [$before] after [$after]"
 [ ! -e "$tmp/run/saved-knobs" ] || fail "journal left behind after a full restore"
-echo "ok: SIGKILL + restart + SIGTERM: advisor_mode=scan-time and pages_to_scan=321 restored"
+echo "ok: SIGKILL + restart + SIGTERM: advisor_mode=scan-time and pages_to_scan=$(cat $KSM/pages_to_scan) restored"
 
-# AdvisorPolicy=leave: neither advisor_mode nor pages_to_scan is touched
+# AdvisorPolicy=leave: neither advisor_mode nor pages_to_scan is touched.
+# The advisor itself rewrites pages_to_scan while ksmd runs (seen on 6.18:
+# 500 when switched on, 10 after a few scans), and nobody restores that:
+# pages_to_scan is left out of the comparison.
+no_pages() { sed 's/pages_to_scan=[0-9]* //' <<<"$1"; }
 conf leave
 log=$tmp/log3
 daemon_start "$log" --config "$tmp/k.conf" || fail "daemon (leave) did not get ready"
@@ -82,5 +86,5 @@ wait_log "set sleep_millisecs=|set run=" || fail "the rest is not tuned with Adv
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ "$rc" = 0 ] || fail "daemon (leave) exited $rc on SIGTERM"
 after=$(ksm_guard_knobs_now)
-[ "$before" = "$after" ] || fail "AdvisorPolicy=leave: before [$before] after [$after]"
-echo "ok: AdvisorPolicy=leave: advisor left on, pages_to_scan untouched, the rest restored"
+[ "$(no_pages "$before")" = "$(no_pages "$after")" ] || fail "AdvisorPolicy=leave: before [$before] after [$after]"
+echo "ok: AdvisorPolicy=leave: advisor left on, pages_to_scan never written (the advisor left it at $(cat $KSM/pages_to_scan)), the rest restored"
