@@ -1348,7 +1348,7 @@ def main():
                 # Peers interleaved within a repeat, so a change in the
                 # machine's load hits every peer alike.
                 for p in peers:
-                    if s not in p.scenarios or p.name in skip:
+                    if base_scenario(s) not in p.scenarios or p.name in skip:
                         continue
                     if rep > 1 and not p.repeated and not args.repeat_all:
                         continue
