@@ -18,8 +18,10 @@
  *             ARRIVAL_GAP apart): the burst waits for them to pause, for at
  *             most ARRIVAL_MAX_HOLD from the first, since every pass over
  *             memory that is still arriving is done again once it is in;
- *   burst     new mergeable memory (an mm entered KSM, the process table or
- *             ksmd's rmap items grew) or a maintenance scan that found new
+ *   burst     new mergeable memory (an mm entered KSM, ksmd's rmap items
+ *             grew, or the process table holds anonymous memory of
+ *             processes in KSM that ksmd has not met: found at start, after
+ *             a restart or a pause, or added to an mm already in KSM) or a maintenance scan that found new
  *             sharing: scan at BurstCpu of a core, from a CPU allowance
  *             (BurstAllowance) refilled at the CPU budget;
  *   decay     each full scan without new sharing halves the burst rate;
@@ -89,6 +91,7 @@ typedef struct Controller {
 
         unsigned seen_entered;          /* ksm_enter events taken into account */
         uint64_t seen_new_mergeable;    /* model->new_mergeable_total taken into account */
+        uint64_t seen_unmet;            /* model->unmet_new_total taken into account */
         uint64_t last_window_usec;      /* trace window already judged */
 
         bool advisor_switched_off;      /* we wrote advisor_mode=none */

@@ -119,6 +119,16 @@ typedef struct Model {
         unsigned entered_count;         /* ksm_enter events so far */
         int entered_pid;
         char entered_comm[TASK_COMM_SIZE];
+        /* Mergeable memory ksmd has not met, whether or not an event told of
+         * it (model_note_unmet): the latest estimate, its low-water mark
+         * since it last grew (what ksmd cannot meet: the rest of a
+         * process's heap), and the growth above that mark, ever
+         * (monotonic, like new_mergeable_total). */
+        uint64_t unmet_pages;
+        uint64_t unmet_floor;
+        uint64_t unmet_new_total;
+        uint64_t unmet_usec;            /* when it last grew, 0 never */
+        bool unmet_known;               /* the floor is known: false at start and after model_forget_unmet() */
 
         /* need */
         double mem_available_ratio;     /* MemAvailable / MemTotal, 1 when unknown */
@@ -151,6 +161,21 @@ void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm
 /* Mergeable memory the process table saw appear (new or newly enabled
  * processes), in pages. */
 void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages);
+
+/* The estimate of mergeable memory ksmd has not met yet, in pages, from
+ * the process table (process_unmet_pages summed): growth above its
+ * low-water mark of at least min_new_pages (BurstMinNewPages=) is new
+ * memory, however it came (the daemon started late, a restart, memory added
+ * to an mm already in KSM); smaller growth waits until it adds up. */
+void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_new_pages);
+/* Forgets the low-water mark: all of the next estimate counts as new (after
+ * a pause, observe or a reload, when the controller's view of the memory
+ * ksmd has met is stale). The first estimate after this (and after
+ * model_init) also counts pages_volatile, the pages ksmd met once and has not
+ * looked at again: a merge in progress that no instance of the controller
+ * has seen start (the daemon SIGKILLed mid-merge and restarted). Call it
+ * after model_update(). */
+void model_forget_unmet(Model *m);
 
 /* A finished trace window of wall_usec, during which ksmd scanned
  * scanned_pages (from pages_scanned before and after). */

@@ -165,6 +165,14 @@ static inline bool process_visible_to(const Process *p, uid_t viewer) {
         return process_owner_visible_to(p->uid, p->euid, viewer);
 }
 
+/* Mergeable memory ksmd has not met yet in this process, in pages: its
+ * anonymous RSS (status, lock-free) beyond the pages ksmd has an rmap item
+ * for (ksm_stat's ksm_rmap_items), for a process with merging on; 0 when
+ * merging is off or ksm_stat is not known yet. An upper bound for a process
+ * that marked only some ranges MADV_MERGEABLE: the rest of its anonymous
+ * memory (QEMU's own heap) stays in the figure for good. */
+uint64_t process_unmet_pages(const Process *p, uint64_t page_size);
+
 /* After an exec the mm and the command line are new: forget what was read
  * from the old ones (ksm_stat, cmdline, a planned action). */
 void process_forget_exec_state(Process *p);

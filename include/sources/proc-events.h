@@ -50,10 +50,12 @@ int proc_events_decode_datagram(const void *buf, size_t len, ProcEventHandler cb
 
 typedef struct ProcEvents ProcEvents;
 
-/* Opens the connector socket and subscribes (PROC_CN_MCAST_LISTEN). Older
- * kernels want CAP_NET_ADMIN in the initial user namespace (-EPERM
- * otherwise); on 6.18 a process without it subscribes and gets events
- * (tests/fault: setpriv --bounding-set -net_admin). -EPROTONOSUPPORT
+/* Opens the connector socket and subscribes (PROC_CN_MCAST_LISTEN).
+ * Kernels before 6.6 want CAP_NET_ADMIN in the initial user namespace to
+ * join the group (-EPERM otherwise); since 6.6 (cn_bind() lets anyone join
+ * CN_IDX_PROC; cn_proc_mcast_ctl() ignores requests from other user or PID
+ * namespaces instead of checking a capability) a process without it
+ * subscribes and gets events (tests/kernel/test-daemon-events-caps.sh). -EPROTONOSUPPORT
  * without the connector. rcvbuf_bytes 0 is the default
  * (8 MiB); tests pass a small one to provoke ENOBUFS. */
 int proc_events_open(size_t rcvbuf_bytes, ProcEvents **ret);

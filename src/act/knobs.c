@@ -171,8 +171,12 @@ void knob_journal_forget_foreign(KnobJournal *j) {
 
 /* The one order of knob writes, for the tuned values and the restore alike:
  * advisor_mode=scan-time makes pages_to_scan refuse writes (EINVAL), so the
- * advisor goes off first and on again only after its parameters; run goes
- * last so ksmd does not start a scan with half-written settings. Never write
+ * advisor goes off first and on again only after its parameters; run=1 goes
+ * last so ksmd does not start a scan with half-written settings, and run=0
+ * first so it scans no more while they change: switching the advisor on
+ * sets pages_to_scan to advisor_min_pages_to_scan, and one scan later the
+ * advisor has moved it (a restore of advisor_mode=scan-time with ksmd still
+ * running left pages_to_scan at 5000 instead of 500 on 6.18). Never write
  * run=2 (knob_journal_restore refuses it): that unmerges every KSM page on
  * the host at once. */
 size_t knob_write_order(const uint64_t value[_KSM_KEY_MAX], uint64_t mask, KsmKey ret[_KSM_KEY_MAX]) {
@@ -184,12 +188,16 @@ size_t knob_write_order(const uint64_t value[_KSM_KEY_MAX], uint64_t mask, KsmKe
         };
         _Static_assert(ELEMENTSOF(order) == _KSM_KEY_MAX - _KSM_FIRST_KNOB, "every knob has its place");
         bool advisor_off = (mask & (UINT64_C(1) << KSM_ADVISOR_MODE)) && value[KSM_ADVISOR_MODE] == KSM_ADVISOR_NONE;
+        bool stop_first = (mask & (UINT64_C(1) << KSM_RUN)) && value[KSM_RUN] == 0;
         size_t n = 0;
 
+        if (stop_first)
+                ret[n++] = KSM_RUN;
         if (advisor_off)
                 ret[n++] = KSM_ADVISOR_MODE;
         for (size_t i = 0; i < ELEMENTSOF(order); i++)
-                if ((mask & (UINT64_C(1) << order[i])) && !(order[i] == KSM_ADVISOR_MODE && advisor_off))
+                if ((mask & (UINT64_C(1) << order[i])) && !(order[i] == KSM_ADVISOR_MODE && advisor_off) &&
+                    !(order[i] == KSM_RUN && stop_first))
                         ret[n++] = order[i];
         return n;
 }

@@ -21,6 +21,12 @@
  * its mmap_lock is busy, and every read we add queues behind the writers
  * like ksmd does. */
 #define SLOW_BACKOFF_USEC (60 * USEC_PER_SEC)
+/* A ksm_stat read that finds this many more pages ksmd has not met than
+ * the read before (BurstMinNewPages= at its default) wakes the tuner, at
+ * most every UNMET_WAKE_GAP: at start the first reads complete right after
+ * the first tick, and the next one is an Interval= away. */
+#define UNMET_WAKE_PAGES 1024
+#define UNMET_WAKE_GAP_USEC (250 * USEC_PER_MSEC)
 
 static bool slow_backing_off(const Process *p, uint64_t now) {
         return p->slow && now - p->slow_since_usec < SLOW_BACKOFF_USEC;
@@ -66,6 +72,8 @@ struct Discovery {
         size_t n_resync, resync_pos, n_resync_alloc;
         sd_event_source *resync_source;
         uint64_t resync_started_usec;
+
+        uint64_t unmet_wake_usec;       /* when unmet_grew was last called */
 };
 
 #define RESYNC_SLICE 256
@@ -614,10 +622,24 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
                 log_debug_errno(r->error, "pid %d: ksm_stat: %m", r->pid);
                 return;
         }
+        uint64_t unmet_before = process_unmet_pages(p, page_size());
         p->ksm_stat = r->ksm_stat;
         p->ksm_stat_valid = true;
         p->ksm_stat_usec = now;
         p->ksm_merging_pages = r->ksm_stat.merging_pages;
+        if (d->opts.unmet_grew && process_unmet_pages(p, page_size()) >= unmet_before + UNMET_WAKE_PAGES &&
+            now - d->unmet_wake_usec >= UNMET_WAKE_GAP_USEC) {
+                d->unmet_wake_usec = now;
+                d->opts.unmet_grew(d->opts.userdata);
+        }
+}
+
+uint64_t discovery_unmet_pages(Discovery *d) {
+        uint64_t ps = page_size(), sum = 0;
+        Process *p;
+        PROCESS_TABLE_FOREACH(p, d->table, i)
+                sum += process_unmet_pages(p, ps);
+        return sum;
 }
 
 static bool wants_ksm_stat(const Process *p) {

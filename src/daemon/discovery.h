@@ -40,6 +40,12 @@ typedef struct DiscoveryOptions {
         bool force_polling;             /* tests: behave as if events never arrive */
         size_t events_rcvbuf_bytes;     /* tests: a small socket buffer provokes ENOBUFS; 0: 8 MiB */
         DecisionLog *decisions;         /* optional: verdict changes are recorded there */
+        /* optional: a ksm_stat read found a process's unmet memory
+         * (process_unmet_pages) grown by BurstMinNewPages' default or more;
+         * called at most every 250 ms, so the tuner can burst without
+         * waiting for the next Interval= tick */
+        void (*unmet_grew)(void *userdata);
+        void *userdata;
 } DiscoveryOptions;
 
 typedef struct DiscoveryStatus {
@@ -72,6 +78,11 @@ int discovery_start(Discovery *d);
  * into diag. Returns the number of files (or directories) rejected, those
  * whose previous version stays included, or -ENOMEM. */
 int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag);
+
+/* Mergeable memory ksmd has not met yet, in pages: process_unmet_pages()
+ * summed over the processes whose ksm_stat the daemon reads (a policy
+ * matched them, or they have merged pages). Costs no read of its own. */
+uint64_t discovery_unmet_pages(Discovery *d);
 
 /* Once per manager tick: polling scan or slow resync, refresh of the
  * processes a policy matched, ksm_stat reads, and the ProcessAction entries

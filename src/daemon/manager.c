@@ -270,6 +270,8 @@ int manager_tick(Manager *m) {
         }
 
         if (manager_may_tune(m)) {
+                if (m->discovery)
+                        tuner_note_unmet(m->tuner, discovery_unmet_pages(m->discovery));
                 knob_plan_from_config(&m->config, &plan.knobs);
                 r = tuner_tick(m->tuner, &s, &m->config, &m->decisions, &plan, &m->next_tick_usec);
                 if (r < 0)
@@ -352,6 +354,8 @@ int manager_set_paused(Manager *m, bool paused, const char *origin) {
                 manager_note_request(m, origin, "resumed");
                 /* Knobs set by hand meanwhile are the daemon's again. */
                 knob_journal_forget_foreign(&m->knobs);
+                /* what ksmd met while paused is not known to the controller */
+                tuner_forget_unmet(m->tuner);
                 manager_request_tick(m);
         }
         return 1;
@@ -368,6 +372,8 @@ int manager_set_mode(Manager *m, ManagerMode mode, const char *origin) {
         m->mode = mode;
         manager_note_request(m, origin, what);
         knob_journal_forget_foreign(&m->knobs);
+        /* observe decided without the knobs taking effect */
+        tuner_forget_unmet(m->tuner);
         manager_request_tick(m);
         return 1;
 }
@@ -401,6 +407,7 @@ int manager_reload(Manager *m) {
                 m->config_files = files;
                 log_set_max_level(m->config.log_level);
                 knob_journal_forget_foreign(&m->knobs);
+                tuner_forget_unmet(m->tuner);
                 manager_request_tick(m);
                 log_config_files(m, "Reloaded configuration", KSMTUNED2_MESSAGE_RELOADED);
                 /* The file is what the administrator wants from now on: a
@@ -479,7 +486,7 @@ int manager_start_stages(Manager *m) {
                         log_warning_errno(r, "Cannot sample ksmd (pid %d), blocked time unknown: %m", m->ksmd_pid);
         }
 
-        DiscoveryOptions dopts = { .decisions = &m->decisions };
+        DiscoveryOptions dopts = { .decisions = &m->decisions, .unmet_grew = manager_wake, .userdata = m };
         r = discovery_new(m->event, m->root, &dopts, &m->discovery);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up process discovery: %m");

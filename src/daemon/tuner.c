@@ -78,6 +78,8 @@ struct Tuner {
         bool smart_scan_restore;        /* plan smart_scan=1 once: the workaround's, or a killed instance's */
         uint64_t created_usec;
         uint64_t lost_logged;
+        bool have_unmet;
+        uint64_t unmet_pages;           /* tuner_note_unmet(), for the next tick */
         struct {
                 int pid;
                 uint64_t full_scans;
@@ -552,6 +554,10 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         t->enter_gap_usec = MAX(cfg->burst_interval_usec, ENTER_WAKE_MIN_GAP_USEC);
         enter_log_roll(t, now_usec(CLOCK_MONOTONIC));
         model_update(&t->model, s);
+        if (t->have_unmet)
+                /* after model_update: a fresh estimate counts pages_volatile too */
+                model_note_unmet(&t->model, s->time_usec, t->unmet_pages, cfg->burst_min_new_pages);
+        t->have_unmet = false;
 
         const ModelTick *tick = model_tick(&t->model, 0);
         if (tick)
@@ -583,6 +589,18 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         maybe_start_window(t, s, cfg);
         *ret_next_usec = controller_next_interval_usec(&t->controller, cfg, config->interval_usec);
         return 0;
+}
+
+void tuner_note_unmet(Tuner *t, uint64_t pages) {
+        if (!t)
+                return;
+        t->unmet_pages = pages;
+        t->have_unmet = true;
+}
+
+void tuner_forget_unmet(Tuner *t) {
+        if (t)
+                model_forget_unmet(&t->model);
 }
 
 uint64_t tuner_sample_interval_usec(const Tuner *t, uint64_t configured_usec) {

@@ -35,6 +35,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Tuner *, tuner_free);
 int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *log, Plan *plan,
                uint64_t *ret_next_usec);
 
+/* The process table's estimate of mergeable memory ksmd has not met
+ * (discovery_unmet_pages), for the tick that follows. */
+void tuner_note_unmet(Tuner *t, uint64_t pages);
+/* After a pause, observe or a reload, all of that memory is new again. */
+void tuner_forget_unmet(Tuner *t);
+
 /* How often ksmd's state is worth sampling now: every configured_usec while
  * it bursts, five times less often while it only maintains (a sample costs
  * ~70 us of daemon CPU on the test machine: 0.35% of a core at 20 ms), 0

@@ -199,6 +199,20 @@ static void account_allowance(Controller *c, const Model *m, const TuningConfig 
         c->allowance_nsec = CLAMP(c->allowance_nsec, -cap, cap);
 }
 
+/* Mergeable memory ksmd has not met, found in the process table rather
+ * than announced by an event (model_note_unmet), not yet taken into
+ * account: pages. */
+static uint64_t unmet_news(const Controller *c, const Model *m) {
+        return m->unmet_new_total - c->seen_unmet;
+}
+
+static void because_unmet(Controller *c, ControllerDecisions *d, const Model *m, uint64_t pages) {
+        char a[32], b[32];
+        because(c, d, 0, "burst", "%s mergeable that ksmd has not met yet (%s in all: anonymous memory of processes "
+                "in KSM beyond their rmap items)",
+                fmt_pages(a, sizeof a, m, pages), fmt_pages(b, sizeof b, m, m->unmet_pages));
+}
+
 static bool exclusion_find(const Controller *c, int pid) {
         for (size_t i = 0; i < c->n_exclusions; i++)
                 if (c->exclusions[i].pid == pid)
@@ -373,9 +387,12 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         }
 
         /* --- the mode --- */
-        if (entered || new_pages >= cfg->burst_min_new_pages) {
+        uint64_t unmet = unmet_news(c, m);
+        if (entered || new_pages >= cfg->burst_min_new_pages || unmet > 0) {
                 if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
                         ; /* already bursting: the new memory is being scanned */
+                else if (!entered && unmet > 0)
+                        because_unmet(c, d, m, unmet);
                 else if (entered && new_pages >= cfg->burst_min_new_pages)
                         because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
                                 m->entered_comm, fmt_pages(a, sizeof a, m, new_pages));
@@ -385,6 +402,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                         because(c, d, 0, "burst", "%s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
                 c->seen_entered = m->entered_count;
                 c->seen_new_mergeable = m->new_mergeable_total;
+                c->seen_unmet = m->unmet_new_total;
                 if (c->mode == TUNE_MODE_DECAY)
                         c->mode = TUNE_MODE_BURST;
                 else if (c->mode != TUNE_MODE_BURST)

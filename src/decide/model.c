@@ -223,6 +223,29 @@ void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages) {
         m->last_scan_settled = false;
 }
 
+void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_new_pages) {
+        if (!m->unmet_known) {
+                pages += m->pages_volatile;
+                m->unmet_floor = 0;
+                m->unmet_known = true;
+        }
+        m->unmet_pages = pages;
+        m->unmet_floor = MIN(m->unmet_floor, pages);
+        if (pages - m->unmet_floor < MAX(min_new_pages, UINT64_C(1)))
+                return;
+        m->unmet_new_total += pages - m->unmet_floor;
+        m->unmet_floor = pages;
+        m->unmet_usec = now_usec;
+        /* ksmd has not been there yet: the scans so far say nothing about it */
+        m->scans_without_gain = 0;
+        m->news++;
+        m->last_scan_settled = false;
+}
+
+void model_forget_unmet(Model *m) {
+        m->unmet_known = false;
+}
+
 void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, uint64_t wall_usec,
                       uint64_t scanned_pages) {
         double wall_nsec = (double) MAX(wall_usec, UINT64_C(1)) * NSEC_PER_USEC;

@@ -88,6 +88,16 @@ int process_merging_enabled(const Process *p) {
         return p->ksm_stat.merge_any == 1 || p->ksm_stat.mergeable == 1;
 }
 
+uint64_t process_unmet_pages(const Process *p, uint64_t page_size) {
+        if (process_merging_enabled(p) != 1 || page_size == 0)
+                return 0;
+        uint64_t rss = p->rss_anon_kib * 1024 / page_size;
+        /* rmap items outlive a page for a while (ksmd drops them when it
+         * passes), and a page merged into the zero page leaves RSS but keeps
+         * its item: clamp, never borrow from another process. */
+        return rss > p->ksm_stat.rmap_items ? rss - p->ksm_stat.rmap_items : 0;
+}
+
 void process_forget_exec_state(Process *p) {
         p->cmdline = (free(p->cmdline), NULL);
         p->cmdline_read = false;

@@ -243,8 +243,8 @@ static int probe_proc_connector(void) {
                 return -ENOMEM;
         nl_socket_disable_seq_check(sk);
         nl_join_groups(sk, CN_IDX_PROC);
-        /* Binding to the proc connector's multicast group needs CAP_NET_ADMIN
-         * and the connector itself; whether events really arrive (not in a
+        /* Binding to the proc connector's multicast group needs the
+         * connector, and CAP_NET_ADMIN before Linux 6.6; whether events really arrive (not in a
          * PID namespace) is checked by the event source with a self-test. */
         r = nl_connect(sk, NETLINK_CONNECTOR);
         nl_socket_free(sk);

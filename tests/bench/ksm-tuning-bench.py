@@ -14,6 +14,17 @@ Scenarios (../shared/DESIGN.md section 7, issue 5):
   S5 idle host: one process with 64 MiB of mergeable unique pages (ksmd has
      something to scan, nothing to gain); ksmd CPU, the daemon's CPU and RSS.
 
+Variants of S1-S4 (issue 14), as "S1/start-late" in --scenarios or with
+--variants:
+  start-late  the workloads are mergeable before the peer starts (ksmd off):
+              a daemon started after its guests; timed from the peer's start
+              (the daemon's exec)
+  restart     the peer is SIGKILLed mid-merge (as soon as the victims' first
+              pages merge, at most 2 s after they are ready) and started again
+              on the same runtime directory (knob journal); the fixed peers
+              have nothing to restart and run as in the plain scenario, the
+              reference in the same run
+
 Peers, each started from the same reset state (run=0, kernel defaults):
   off         run=0: the contender's reference (S2, S3 only)
   defaults    run=1 at the kernel defaults, 100 pages / 20 ms
@@ -417,6 +428,10 @@ class Peer:
     def check_alive(self):
         """Raises RuntimeError when the peer died during the run."""
 
+    def restart(self, ctx):
+        """SIGKILL and start again (the restart variant); a fixed setting has
+        nothing to restart."""
+
 
 class Off(Peer):
     """run=0 for the whole run. Every S2/S3 run measures its own KSM-off
@@ -559,9 +574,11 @@ class Ksmtuned2(Peer):
         self.outdir = outdir
         self.proc = None
         self.count = 0
+        self.killed_cpu_ns = 0  # CPU of instances SIGKILLed in this run
 
     def start(self, ctx):
         self.count += 1
+        self.killed_cpu_ns = 0
         self.dir = tempfile.mkdtemp(prefix="ksmtuned2-bench-")
         os.makedirs(f"{self.dir}/run")
         os.makedirs(f"{self.dir}/policy.d")
@@ -574,12 +591,34 @@ class Ksmtuned2(Peer):
             f.write(f"PolicyDirectories={self.dir}/policy.d\n")
             if self.extra_conf:
                 f.write("\n" + open(self.extra_conf).read())
-        self.logpath = os.path.join(self.outdir, f"ksmtuned2-{ctx['scenario']}-{ctx['repeat']}.log")
+        self.conf = conf
+        self.logpath = os.path.join(self.outdir, f"ksmtuned2-{ctx['scenario'].replace('/', '-')}-{ctx['repeat']}.log")
+        self._spawn(ctx, "w")
+
+    def restart(self, ctx):
+        """SIGKILL, as systemd's Restart=on-failure would find it after a
+        crash: no restore, the knobs stay where it left them, the journal in
+        the runtime directory stays; then the same command again."""
+        try:
+            self.killed_cpu_ns += process_cpu_ns(self.proc.pid)
+        except OSError:
+            pass
+        self.proc.kill()
+        self.proc.wait()
+        ctx["guard"].untrack(self.proc)
+        with open(self.logpath, "a") as f:
+            f.write("--- SIGKILL, restart\n")
+        self._spawn(ctx, "a")
+
+    def _spawn(self, ctx, mode):
+        conf = self.conf
         notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         notify_path = f"{self.dir}/notify"
+        if os.path.exists(notify_path):
+            os.unlink(notify_path)
         notify.bind(notify_path)
         env = dict(os.environ, NOTIFY_SOCKET=notify_path)
-        logf = open(self.logpath, "w")
+        logf = open(self.logpath, mode)
         self.proc = subprocess.Popen([self.binary, "--config", conf] + self.extra_args, stdin=subprocess.DEVNULL,
                                      stdout=logf, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent)
         ctx["guard"].track(self.proc)
@@ -645,9 +684,24 @@ def set_churn_threads(n):
     CHURN_THREADS = max(1, n)
 
 
+VARIANTS = ("start-late", "restart")
+
+
+def base_scenario(name):
+    """"S1/start-late" -> "S1"."""
+    return name.split("/", 1)[0]
+
+
+def scenario_variant(name):
+    """"S1/start-late" -> "start-late", "S1" -> None."""
+    return name.split("/", 1)[1] if "/" in name else None
+
+
 def scenario_title(name):
     n = CHURN_THREADS
-    return SCENARIOS[name]["title"].format(threads="1 churn thread" if n == 1 else f"{n} churn threads")
+    title = SCENARIOS[base_scenario(name)]["title"].format(threads="1 churn thread" if n == 1 else f"{n} churn threads")
+    v = scenario_variant(name)
+    return f"{title}, {v}" if v else title
 
 
 def churn_args():
@@ -744,7 +798,9 @@ def combine_references(before, after):
 
 
 def run_once(args, guard, scn_name, peer, repeat, ksmd):
-    scn = SCENARIOS[scn_name]
+    scn = SCENARIOS[base_scenario(scn_name)]
+    variant = scenario_variant(scn_name)
+    late = variant == "start-late"
     result = {"scenario": scn_name, "peer": peer.name, "repeat": repeat, "loadavg_1min": os.getloadavg()[0]}
     ctx = {"guard": guard, "scenario": scn_name, "repeat": repeat}
     workloads = []
@@ -771,10 +827,11 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
                 ref = measure_reference(twin, args.reference)
             finally:
                 twin.stop()
-        peer.start(ctx)
-        # Let the peer settle (a daemon's first ticks, ksmd meeting the
-        # contender) before the scenario's memory appears.
-        time.sleep(args.settle)
+        if not late:
+            peer.start(ctx)
+            # Let the peer settle (a daemon's first ticks, ksmd meeting the
+            # contender) before the scenario's memory appears.
+            time.sleep(args.settle)
 
         c0 = ksm_counters()
         cpu0 = task_cpu_ns(ksmd)
@@ -800,7 +857,23 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             cont_wait0 = (time.monotonic(), process_schedstat_ns(contender.pid, 1))
         t_ready = time.monotonic()
         sampler.victims = [w.pid for w in victims]
+        if late:
+            # Mergeable with ksmd off; the clock runs from the peer's start
+            # (for the daemon: its exec, start-up and first ticks included).
+            t_ready = time.monotonic()
+            peer.start(ctx)
+            daemon_pid = (peer.own_pids() or [None])[0]
+            dcpu0 = 0 if daemon_pid else None  # its whole life is in the window
         sampler.t_ready = t_ready
+        if variant == "restart" and peer.own_pids():
+            # mid-merge: the victims' first merged pages, at most 2 s in
+            deadline = t_ready + 2
+            while time.monotonic() < deadline and sampler.merging == 0 and sampler.merged_at is None:
+                time.sleep(0.005)
+            result["restarted_after_s"] = time.monotonic() - t_ready
+            result["merging_at_restart"] = sampler.merging
+            peer.restart(ctx)
+            daemon_pid = peer.own_pids()[0]
 
         merge_s = None
         if scn["expected"] and not isinstance(peer, Off):
@@ -820,7 +893,7 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
         churn = contender.churn_stats() if contender else None
         if daemon_pid:
             # Now, while it runs: the contender's second reference stops it.
-            dcpu1 = process_cpu_ns(daemon_pid)
+            dcpu1 = process_cpu_ns(daemon_pid) + getattr(peer, "killed_cpu_ns", 0)
             status = {l.split(":")[0]: l.split(":")[1].strip() for l in open(f"/proc/{daemon_pid}/status")}
             result.update({
                 "daemon_cpu_pct": 100.0 * (dcpu1 - dcpu0) / 1e9 / (t_end - t_start),
@@ -981,7 +1054,7 @@ def print_table(scn_name, by_peer, timeout, out):
             present.append(c)
     rows = [["peer", "merge time"] + [c[0] for c in present]]
     for peer, runs in by_peer.items():
-        row = [f"{peer} (n={len(runs)})", merge_cell(runs, timeout) if SCENARIOS[scn_name]["expected"] and peer != "off" else "-"]
+        row = [f"{peer} (n={len(runs)})", merge_cell(runs, timeout) if SCENARIOS[base_scenario(scn_name)]["expected"] and peer != "off" else "-"]
         for c in present:
             vals = [c[1](r) for r in runs]
             cell = fmt(med(vals), c[2])
@@ -993,7 +1066,7 @@ def print_table(scn_name, by_peer, timeout, out):
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  " + "  ".join(x.ljust(w) for x, w in zip(r, widths)), file=out)
-    if scn_name == "S4":
+    if base_scenario(scn_name) == "S4":
         for peer, runs in by_peer.items():
             series = runs[0]["sharing_series"]
             pts = []
@@ -1033,7 +1106,7 @@ def print_ratios(scn_name, by_peer, out):
         if peer == "ksmtuned2":
             continue
         items = []
-        if SCENARIOS[scn_name]["expected"] and peer != "off":
+        if SCENARIOS[base_scenario(scn_name)]["expected"] and peer != "off":
             a, b = merge_median(me), merge_median(runs)
             r = ratio(a, b)
             items.append("merge " + (f"{r:.2f}x" if r is not None else
@@ -1065,7 +1138,10 @@ def evaluate_targets(results):
     def runs(s, p):
         return results.get(s, {}).get(p)
 
-    for s in ("S1", "S2", "S3", "S4"):
+    # S1-S4 and their variants ("S1/start-late"), each against the peers of
+    # the same variant.
+    for s in sorted(k for k in results if base_scenario(k) in ("S1", "S2", "S3", "S4")):
+        b = base_scenario(s)
         me, ag = runs(s, "ksmtuned2"), runs(s, "aggressive")
         if not me or not ag:
             continue
@@ -1073,17 +1149,17 @@ def evaluate_targets(results):
         bound = max(2 * a, a + 1)
         verdict(f"{s} merge time <= max(2x aggressive, aggressive + 1 s)",
                 m <= bound if a != float("inf") else None, f"{fmt_s(m)} vs bound {fmt_s(bound)}")
-        if s in ("S1", "S4"):
+        if b in ("S1", "S4"):
             cm, ca = metric(me, lambda r: r["ksmd_cpu_s"]), metric(ag, lambda r: r["ksmd_cpu_s"])
             # Spending nothing is no achievement when nothing merged.
             verdict(f"{s} ksmd CPU incl. tail <= 0.15x aggressive", cm <= 0.15 * ca and m != INF,
                     f"{cm:.2f}s vs {0.15 * ca:.2f}s (aggressive {ca:.2f}s)" + ("; did not merge" if m == INF else ""))
-        if s == "S4":
+        if b == "S4":
             gm, ga = metric(me, lambda r: r["cpu_per_gib"]), metric(ag, lambda r: r["cpu_per_gib"])
-            verdict("S4 CPU-s per GiB saved <= 0.25x aggressive",
+            verdict(f"{s} CPU-s per GiB saved <= 0.25x aggressive",
                     (gm is not None and gm <= 0.25 * ga and m != INF) if ga is not None else None,
                     f"{fmt(gm)} vs {fmt(ga and 0.25 * ga)} (aggressive {fmt(ga)})")
-        if s in ("S2", "S3"):
+        if b in ("S2", "S3"):
             # Against the KSM-off reference paired with each run (median of
             # the per-run ratios); the off peer's own ratio is the noise floor.
             tr = metric(me, lambda r: r.get("contender", {}).get("thr_vs_off"))
@@ -1165,6 +1241,9 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="1 repeat, S1+S2+S5, 5 s tail, 60 s timeout, 3 s contender reference, without classic ksmtuned")
     ap.add_argument("--scenarios", default=None, help="comma-separated, default S1,S2,S3,S4,S5")
+    ap.add_argument("--variants", default=None,
+                    help="comma-separated among normal,start-late,restart: each scenario S1-S4 in each "
+                         "(default normal; also \"S1/start-late\" in --scenarios)")
     ap.add_argument("--peers", default=None,
                     help="comma-separated among off,defaults,aggressive,advisor,ksmtuned,ksmtuned2")
     ap.add_argument("--repeats", type=int, default=None, help="runs per peer and scenario (default 3)")
@@ -1203,8 +1282,16 @@ def main():
     args.timeout = args.timeout or (60.0 if quick else 120.0)
     args.tail = args.tail if args.tail is not None else (5.0 if quick else 20.0)
     args.reference = args.reference if args.reference is not None else (3.0 if quick else 5.0)
+    if args.variants:
+        variants = args.variants.split(",")
+        for v in variants:
+            if v != "normal" and v not in VARIANTS:
+                ap.error(f"unknown variant {v}")
+        scenarios = [s if v == "normal" else f"{s}/{v}" for s in scenarios for v in variants
+                     if v == "normal" or base_scenario(s) in ("S1", "S2", "S3", "S4")]
     for s in scenarios:
-        if s not in SCENARIOS:
+        if base_scenario(s) not in SCENARIOS or (scenario_variant(s) and (scenario_variant(s) not in VARIANTS or
+                                                                          base_scenario(s) == "S5")):
             ap.error(f"unknown scenario {s}")
 
     if os.geteuid() != 0 or not os.access(f"{KSM}/run", os.W_OK):
@@ -1261,7 +1348,7 @@ def main():
                 # Peers interleaved within a repeat, so a change in the
                 # machine's load hits every peer alike.
                 for p in peers:
-                    if s not in p.scenarios or p.name in skip:
+                    if base_scenario(s) not in p.scenarios or p.name in skip:
                         continue
                     if rep > 1 and not p.repeated and not args.repeat_all:
                         continue

@@ -127,6 +127,27 @@ class Targets(unittest.TestCase):
         self.assertIn("ksmtuned2 / aggressive: merge 5.62x", text)
         self.assertIn("ksmtuned2 / ksmtuned: merge peer never", text)
 
+    def test_variants(self):
+        # start-late and restart are judged like their scenario, each against
+        # the peers of the same variant, and named after it.
+        res = {"S1": {"aggressive": [run(0.15, 10.0)], "ksmtuned2": [run(0.5, 1.0)]},
+               "S1/start-late": {"aggressive": [run(0.2, 10.0)], "defaults": [run(4.0, 0.1)],
+                                 "ksmtuned2": [run(11.5, 1.0)]},
+               "S4/restart": {"aggressive": [run(2.0, 20.0, saved_pages=245760)],
+                              "ksmtuned2": [run(2.5, 2.0, saved_pages=245760)]}}
+        v = verdicts(res)
+        self.assertEqual(v["S1 merge time <= max(2x aggressive, aggressive + 1 s)"], "PASS")
+        self.assertEqual(v["S1/start-late merge time <= max(2x aggressive, aggressive + 1 s)"], "FAIL")
+        self.assertEqual(v["S1/start-late merge faster than defaults"], "FAIL")
+        self.assertEqual(v["S4/restart merge time <= max(2x aggressive, aggressive + 1 s)"], "PASS")
+        self.assertEqual(v["S4/restart CPU-s per GiB saved <= 0.25x aggressive"], "PASS")
+        out = io.StringIO()
+        bench.print_table("S1/start-late", res["S1/start-late"], 120, out)
+        bench.print_ratios("S1/start-late", res["S1/start-late"], out)
+        text = out.getvalue()
+        self.assertIn("== S1 quiet victim (2048 unique pages x 4), start-late", text)
+        self.assertIn("ksmtuned2 / aggressive: merge 57.50x", text)
+
     def test_report_from_results_json(self):
         import json
         import tempfile

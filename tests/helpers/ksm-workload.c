@@ -24,7 +24,11 @@
  * Each iteration's latency goes into a per-thread histogram; the stdin line
  * "reset" clears them and "stats" prints
  *   "stats ops=N elapsed_usec=U p50_usec=X p99_usec=Y max_usec=Z"
- * over the iterations since the last reset. */
+ * over the iterations since the last reset. "grow" maps N*K more pages of
+ * the same shape (seeded by S + 1000, so they merge among themselves) and
+ * marks them as the first ones were, then prints "grown ADDR": memory added
+ * to an mm already in KSM, as a guest's hot-plugged RAM is, with no new
+ * ksm_enter (the kernel calls it once per mm). */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -180,6 +184,24 @@ static void churn_print_stats(Churn *churn, unsigned n, uint64_t start_ns) {
         fflush(stdout);
 }
 
+static void grow(unsigned long unique, unsigned long copies, unsigned long seed, const char *merge, size_t page) {
+        size_t len = unique * copies * page, words = page / sizeof(uint64_t);
+        uint8_t *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (mem == MAP_FAILED) {
+                perror("mmap");
+                printf("grown failed\n");
+                fflush(stdout);
+                return;
+        }
+        for (size_t k = 0; k < copies; k++)
+                for (size_t i = 0; i < unique; i++)
+                        fill_page((uint64_t *) (mem + (k * unique + i) * page), words, seed, i);
+        if (strcmp(merge, "madvise") == 0 && madvise(mem, len, MADV_MERGEABLE) < 0)
+                perror("madvise(MADV_MERGEABLE)");
+        printf("grown %p\n", (void *) mem);
+        fflush(stdout);
+}
+
 int main(int argc, char **argv) {
         static const struct option opts[] = {
                 { "unique", required_argument, NULL, 'u' }, { "copies", required_argument, NULL, 'k' },
@@ -281,6 +303,8 @@ int main(int argc, char **argv) {
                                         churn_reset(churn, (unsigned) churn_threads, &stats_start_ns);
                                 else if (strcmp(cmd, "stats") == 0)
                                         churn_print_stats(churn, (unsigned) churn_threads, stats_start_ns);
+                                else if (strcmp(cmd, "grow") == 0)
+                                        grow(unique, copies, seed + 1000, merge, page);
                                 cmd_len -= (size_t) (nl + 1 - cmd);
                                 memmove(cmd, nl + 1, cmd_len + 1);
                         }

@@ -248,7 +248,7 @@ static uint64_t bits(const KsmKey *k, size_t n) {
 }
 
 /* One order for the tuned values and the restore: the advisor off before
- * pages_to_scan, on only after its parameters, run last. */
+ * pages_to_scan, on only after its parameters, run=1 last, run=0 first. */
 static void test_knob_write_order(void **state) {
         uint64_t value[_KSM_KEY_MAX] = {};
         KsmKey order[_KSM_KEY_MAX];
@@ -256,6 +256,7 @@ static void test_knob_write_order(void **state) {
         const KsmKey off[] = { KSM_ADVISOR_MODE, KSM_PAGES_TO_SCAN, KSM_SLEEP_MILLISECS, KSM_MAX_PAGE_SHARING,
                                KSM_RUN };
         value[KSM_ADVISOR_MODE] = KSM_ADVISOR_NONE;
+        value[KSM_RUN] = 1;
         /* a counter in the mask is no knob to write */
         uint64_t mask = bits(off, ELEMENTSOF(off)) | UINT64_C(1) << KSM_PAGES_SHARING;
         assert_int_equal(knob_write_order(value, mask, order), ELEMENTSOF(off));
@@ -274,6 +275,13 @@ static void test_knob_write_order(void **state) {
         assert_int_equal(n, _KSM_KEY_MAX - _KSM_FIRST_KNOB);
         assert_int_equal(bits(order, n), all);
         assert_int_equal(order[n - 1], KSM_RUN);
+
+        /* stopping: ksmd stops before anything else changes (switching the
+         * advisor on resets pages_to_scan, which a scan in between moves) */
+        const KsmKey stop[] = { KSM_RUN, KSM_PAGES_TO_SCAN, KSM_ADVISOR_MODE };
+        value[KSM_RUN] = 0;
+        assert_int_equal(knob_write_order(value, bits(stop, ELEMENTSOF(stop)), order), ELEMENTSOF(stop));
+        assert_memory_equal(order, stop, sizeof stop);
 
         assert_int_equal(knob_write_order(value, 0, order), 0);
 }

@@ -259,6 +259,27 @@ static void test_identity(void **state) {
         assert_null(process_identity_privileged(&b, buf, sizeof buf));
 }
 
+static void test_unmet_pages(void **state) {
+        Process p = { .rss_anon_kib = 32868 };
+        /* ksm_stat not read yet, or merging off: nothing to say */
+        assert_int_equal(process_unmet_pages(&p, 4096), 0);
+        p.ksm_stat_valid = true;
+        p.ksm_stat = (ProcKsmStat) { .merge_any = 0, .mergeable = 0 };
+        assert_int_equal(process_unmet_pages(&p, 4096), 0);
+        /* the victim as ksmd off found it: 8217 pages of anon RSS, no rmap item */
+        p.ksm_stat.mergeable = 1;
+        assert_int_equal(process_unmet_pages(&p, 4096), 8217);
+        /* after a full scan: its heap and stack stay */
+        p.ksm_stat.rmap_items = 8192;
+        assert_int_equal(process_unmet_pages(&p, 4096), 25);
+        /* pages merged into the zero page left RSS but kept their items */
+        p.ksm_stat.rmap_items = 9000;
+        assert_int_equal(process_unmet_pages(&p, 4096), 0);
+        p.ksm_stat = (ProcKsmStat) { .merge_any = 1, .mergeable = -1 };
+        assert_int_equal(process_unmet_pages(&p, 4096), 8217);
+        assert_int_equal(process_unmet_pages(&p, 0), 0);
+}
+
 static void test_parse_cmdline(void **state) {
         check_cmdline("/usr/bin/java\0-jar\0app.jar\0", 26, "/usr/bin/java -jar app.jar");
         check_cmdline("", 0, "");
@@ -275,6 +296,7 @@ int main(void) {
                 cmocka_unit_test(test_read_facts),
                 cmocka_unit_test(test_parse_cmdline),
                 cmocka_unit_test(test_identity),
+                cmocka_unit_test(test_unmet_pages),
                 cmocka_unit_test(test_controller_respects_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
