@@ -18,7 +18,8 @@
 #   KSMTUNED2_VM_SMP, KSMTUNED2_VM_MEM   guest CPUs (2) and memory (4G)
 #   KSMTUNED2_VM_CONSOLE   file to keep the guest's console in
 # Exit 125: the guest did not run CMD (no qemu, no kernel, boot failure; the
-# console's tail is printed). QEMU is killed on every exit path.
+# console's tail is printed). QEMU is killed on every exit path, and dies
+# with this script if it is SIGKILLed.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -35,7 +36,14 @@ esac
 rootfs=$("$HERE/build-rootfs.sh") || die "no root filesystem"
 
 timeout=${KSMTUNED2_VM_TIMEOUT:-900}
+# Run directories left by a run that was SIGKILLed (which skips the EXIT
+# trap); a live run holds its directory's lock.
+for d in /tmp/ksmtuned2-vm.*; do
+        [ -d "$d" ] && flock -n "$d/.lock" true 2>/dev/null && rm -rf "$d"
+done
 RUN=$(mktemp -d /tmp/ksmtuned2-vm.XXXXXX) || die "mktemp"
+exec 6>"$RUN/.lock"
+flock 6
 qemu_pid=
 tails=
 cleanup() {
@@ -95,7 +103,8 @@ echo "$cwd" > "$RUN/cwd"
 : > "$RUN/stderr"
 
 t0=$(date +%s.%N)
-"$QEMU" -nodefaults -no-user-config -display none -no-reboot \
+# --pdeathsig: QEMU dies with this script even when it is SIGKILLed.
+setpriv --pdeathsig KILL -- "$QEMU" -nodefaults -no-user-config -display none -no-reboot \
         -accel tcg,thread=multi -smp "${KSMTUNED2_VM_SMP:-2}" -m "${KSMTUNED2_VM_MEM:-4G}" \
         -kernel "$kernel" \
         -append "console=ttyS0 quiet panic=-1 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=/sbin/ksmtuned2-vm-init" \
