@@ -58,17 +58,29 @@ patched_key() {
                 sha256sum | cut -c1-16
 }
 
-# make with a fixed identity, so that the same inputs give the same kernel.
+# make with a fixed identity, so that the same inputs give the same kernel,
+# and at a fixed path: kbuild records absolute paths (objtool's objects,
+# which every object depends on), so the patched copy of the stock tree must
+# be built where the stock one was for make to find its objects up to date.
+# Each build bind-mounts its tree there in a mount namespace of its own.
+BUILD_PATH=$CACHE/build-path
 kmake() {
-        make -C "$1" ARCH=x86_64 KBUILD_BUILD_USER=ksmtuned2 KBUILD_BUILD_HOST=ci \
+        unshare --mount --propagation private -- /bin/sh -c 'mount --bind "$0" "$1" && cd "$1" && shift && exec make "$@"' \
+                "$1" "$BUILD_PATH" ARCH=x86_64 KBUILD_BUILD_USER=ksmtuned2 KBUILD_BUILD_HOST=ci \
                 KBUILD_BUILD_TIMESTAMP="$PKG $version" "${@:2}"
 }
-# Every line of the fragment must have survived olddefconfig (a symbol whose
-# dependencies are missing is dropped silently otherwise).
+# Every CONFIG_...=... line of the fragment must have survived olddefconfig
+# (a symbol whose dependencies are missing is dropped silently otherwise); a
+# "is not set" line that something selects is only reported.
 check_config() {
-        local line missing=
+        local line sym missing=
         while read -r line; do
-                case $line in CONFIG_*) grep -qx -- "$line" "$1/.config" || missing="$missing $line";; esac
+                case $line in
+                CONFIG_*) grep -qx -- "$line" "$1/.config" || missing="$missing $line";;
+                "# CONFIG_"*" is not set")
+                        sym=${line#\# }; sym=${sym%% *}
+                        grep -q "^$sym=" "$1/.config" && log "$FRAGMENT: $sym is selected by something else: kept";;
+                esac
         done < "$FRAGMENT"
         [ -z "$missing" ] || die "$FRAGMENT: not in the final .config (a dependency is missing?):$missing"
 }
@@ -178,7 +190,8 @@ ensure_patched() {
         PATCHED=$dir
 }
 
-mkdir -p "$CACHE"
+mkdir -p "$CACHE" "$BUILD_PATH"
+command -v unshare >/dev/null || die "unshare missing (package util-linux)"
 case $flavour in
 stock) ensure_stock; echo "$STOCK/bzImage";;
 patched) ensure_patched; echo "$PATCHED/bzImage";;

@@ -41,14 +41,22 @@ echo "boot and uname -r in the guest: $((t3 - t2)) s ($out)"
 # The suite, with its logs beside this build's (meson-logs/vmkernel-$flavour.*).
 # Emulation runs it 10 to 60 times slower than the host: the tests' own
 # timeouts are stretched (KSMTUNED2_VM_TIMEOUT_MULTIPLIER), their waits are
-# on conditions, not durations. KSMTUNED2_VMKERNEL_TESTS narrows it to the
-# tests named (space-separated).
+# on conditions, not durations. The whole suite takes about 17 minutes per
+# guest on the shared 2-core test machine, too long for CI twice over; by
+# default the three slowest tests there (test-merge, test-daemon-restore.sh,
+# test-kernel-discovery: 700 s of the 994) are left out.
+# KSMTUNED2_VMKERNEL_TESTS=all runs every kernel test, or names the tests
+# to run (space-separated).
+default_tests="test-kernel-readers test-daemon-policies.sh test-daemon-sandbox.sh test-daemon-tuning.sh
+        test-daemon-merge.sh test-daemon-contention.sh test-tracefs test-ksmctl-exec.sh"
+tests=${KSMTUNED2_VMKERNEL_TESTS:-$default_tests}
+[ "$tests" = all ] && tests=
 log=$BUILD_ROOT/meson-logs/vmkernel-$flavour.txt
 # shellcheck disable=SC2086
 KSMTUNED2_VM_TIMEOUT=${KSMTUNED2_VM_SUITE_TIMEOUT:-3000} \
         "$HERE/run-in-guest.sh" "$kernel" \
         meson test -C "$BUILD_ROOT" --no-rebuild --suite kernel --print-errorlogs --logbase "vmkernel-$flavour" \
-        --timeout-multiplier "${KSMTUNED2_VM_TIMEOUT_MULTIPLIER:-4}" ${KSMTUNED2_VMKERNEL_TESTS:-}
+        --timeout-multiplier "${KSMTUNED2_VM_TIMEOUT_MULTIPLIER:-4}" $tests
 rc=$?
 t4=$(date +%s)
 echo "kernel suite in the $flavour guest: exit $rc in $((t4 - t3)) s (log: $log)"
