@@ -52,6 +52,7 @@ default_tests="test-kernel-readers test-daemon-policies.sh test-daemon-sandbox.s
 tests=${KSMTUNED2_VMKERNEL_TESTS:-$default_tests}
 [ "$tests" = all ] && tests=
 log=$BUILD_ROOT/meson-logs/vmkernel-$flavour.txt
+rm -f "${log%.txt}.json"
 # shellcheck disable=SC2086
 KSMTUNED2_VM_TIMEOUT=${KSMTUNED2_VM_SUITE_TIMEOUT:-3000} \
         "$HERE/run-in-guest.sh" "$kernel" \
@@ -60,5 +61,11 @@ KSMTUNED2_VM_TIMEOUT=${KSMTUNED2_VM_SUITE_TIMEOUT:-3000} \
 rc=$?
 t4=$(date +%s)
 echo "kernel suite in the $flavour guest: exit $rc in $((t4 - t3)) s (log: $log)"
-[ -f "$log" ] && grep -E '^ *[0-9]+/[0-9]+ ' "$log" | sed "s/^/$flavour: /"
+# Per test, from the guest's JSON log: kernel, result, seconds, name.
+python3 - "${log%.txt}.json" "$flavour" <<'PY' 2>/dev/null
+import json, sys
+for line in open(sys.argv[1]):
+    t = json.loads(line)
+    print(f"{sys.argv[2]}: {t['result']:<8} {t['duration']:7.1f} s  {t['name']}")
+PY
 [ $rc = 0 ] || fail "the kernel suite failed in the $flavour guest"
