@@ -34,45 +34,14 @@ TREE=$E2E_DIR/debian-bookworm
 DEB_DIR=$E2E_DIR/deb
 mkdir -p "$E2E_DIR"
 
-# Libraries the installed binaries need, as Debian packages; the tree is
-# rebuilt when that list changes.
-lib_packages() {
-        for f in $(ldd "$KSMTUNED2" "$KSMCTL" | awk '/=> \//{print $3}' | sort -u); do
-                dpkg -S "$f" 2>/dev/null || dpkg -S "${f#/usr}" 2>/dev/null || dpkg -S "/usr$f" 2>/dev/null
-        done | cut -d: -f1 | sort -u | tr '\n' ',' | sed 's/,$//'
-}
-# Only Debian's archive is reachable: use the mirror apt uses here.
-debian_mirror() {
-        local m
-        m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
-                grep -v '^ *#' | grep -o -E 'https?://[^ ]*/debian/?( |$)' | grep -v security | head -1 | tr -d ' ')
-        echo "${m:-http://deb.debian.org/debian}"
-}
-# procps for pgrep, passwd for useradd.
-PACKAGES="systemd,systemd-sysv,dbus,procps,passwd,$(lib_packages)"
-MIRROR=$(debian_mirror)
-STAMP="$TREE/.ksmtuned2-e2e-tree"
-WANT_STAMP="bookworm minbase $PACKAGES $MIRROR"
-
-build_tree() {
-        command -v debootstrap >/dev/null || skip "debootstrap not installed and no cached tree"
-        echo "Building the Debian 12 tree with debootstrap from $MIRROR (once; cached in $TREE)"
-        local t0=$(date +%s)
-        rm -rf "$TREE.tmp" "$TREE"
-        if ! debootstrap --variant=minbase --include="$PACKAGES" bookworm "$TREE.tmp" "$MIRROR" \
-                        >"$E2E_DIR/debootstrap.log" 2>&1; then
-                tail -20 "$E2E_DIR/debootstrap.log" >&2
-                rm -rf "$TREE.tmp"
-                echo "FAIL: debootstrap failed (log: $E2E_DIR/debootstrap.log)" >&2
-                exit 1
-        fi
-        echo "$WANT_STAMP" > "$TREE.tmp/.ksmtuned2-e2e-tree"
-        mv "$TREE.tmp" "$TREE"
-        echo "debootstrap took $(( $(date +%s) - t0 )) s"
-}
+. "$SOURCE_ROOT/tests/lib/debian-tree.sh"
+# procps for pgrep, passwd for useradd, and the libraries the installed
+# binaries need (the tree is rebuilt when that list changes).
+PACKAGES="systemd,systemd-sysv,dbus,procps,passwd,$(debian_lib_packages "$KSMTUNED2" "$KSMCTL")"
 (
         flock 8
-        [ "$(cat "$STAMP" 2>/dev/null)" = "$WANT_STAMP" ] || build_tree
+        debian_tree_ensure "$TREE" "$PACKAGES"
+        case $? in 0) ;; 77) skip "debootstrap not installed and no cached tree";; *) echo "FAIL: debootstrap" >&2; exit 1;; esac
         if ! "$SOURCE_ROOT/.ci/build-deb" "$DEB_DIR" >"$E2E_DIR/build-deb.log" 2>&1; then
                 cat "$E2E_DIR/build-deb.log" >&2
                 echo "FAIL: .ci/build-deb" >&2
