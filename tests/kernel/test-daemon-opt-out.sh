@@ -36,14 +36,15 @@ field() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/ksm_stat"; }
 # Two idle guests (-S: no CPU runs), told apart by a -name of this test's own
 # so that no other QEMU on the machine matches the policies.
 tag=ksmt2-optout-$$
-start_qemu() { # name machine-options
+# Started here, not in a $(...) subshell: cleanup must know their pids.
+start_qemu() { # name machine-options; sets qemu_pid
         "$QEMU" -name "$tag-$1" -machine "$2" -m 64 -S -nodefaults -nographic -display none \
                 -accel tcg </dev/null >"$tmp/qemu-$1.log" 2>&1 &
-        pids="$pids $!"
-        echo $!
+        qemu_pid=$!
+        pids="$pids $qemu_pid"
 }
-off=$(start_qemu off pc,mem-merge=off)
-on=$(start_qemu on pc)
+start_qemu off pc,mem-merge=off; off=$qemu_pid
+start_qemu on pc; on=$qemu_pid
 for _ in $(seq 100); do
         [ -r "/proc/$on/ksm_stat" ] && [ "$(field "$on" ksm_mergeable)" = yes ] && break
         sleep 0.1
@@ -101,4 +102,9 @@ grep -q "pid $on (qemu-system-x86): \[dry-run\] would enable" "$tmp/log" &&
 stop_daemon
 for p in $off $on; do kill -0 "$p" 2>/dev/null || fail "QEMU $p died"; done
 echo "OverrideOptOut=yes: would enable"
+cleanup; trap - EXIT
+for p in $off $on; do
+        [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = "" ] || [ "$(awk '{print $3}' /proc/$p/stat)" = Z ] ||
+                { echo "FAIL: QEMU $p outlived the test" >&2; exit 1; }
+done
 echo PASS
