@@ -61,6 +61,8 @@ typedef enum InjectorOp {
         INJECTOR_OP_INJECT = 3,         /* daemon -> inject worker, with the pidfd */
         INJECTOR_OP_READ_EXE = 4,       /* daemon -> read worker */
         INJECTOR_OP_READ_WCHAN = 5,     /* daemon -> read worker */
+        INJECTOR_OP_READ_RANGES = 7,    /* daemon -> read worker: arg InjectorRanges; reply data holds
+                                         * uint64_t [start, end) pairs, E2BIG past what data holds */
         INJECTOR_OP_FETCH_FILTERS = 6,  /* inject worker -> supervisor -> seccomp reader, with the pidfd;
                                          * the supervisor answers with the socket the reader replies on */
 } InjectorOp;
@@ -145,5 +147,18 @@ int injector_client_inject(InjectorClient *c, int pidfd, int pid, uint64_t start
 /* Root's reader of files the kernel shows only with CAP_SYS_PTRACE
  * (root.h): name is "exe" (the link's target) or "wchan". Returns the length
  * read, or -errno (-EACCES as the kernel would, -EPIPE without a worker). */
+/* The ranges of a target's maps the merge actuator works on, which the
+ * daemon cannot read itself without CAP_SYS_PTRACE (maps and smaps check
+ * ptrace access): its VM_MERGEABLE ranges (smaps), its advisable runs, its
+ * anonymous private runs (maps). 0 with the list, or -errno (-E2BIG: more
+ * than one reply holds, -EPIPE without a worker). */
+typedef enum InjectorRanges {
+        INJECTOR_RANGES_MERGEABLE,
+        INJECTOR_RANGES_ADVISABLE,
+        INJECTOR_RANGES_ANON_PRIVATE,
+} InjectorRanges;
+int injector_client_read_ranges(InjectorClient *c, int pid, uint64_t start_time_ticks, InjectorRanges which,
+                                MapList *ret);
+
 int injector_client_read(void *userdata, int pid, uint64_t start_time_ticks, const char *name, char *buf,
                          size_t size);

@@ -396,6 +396,43 @@ int injector_client_inject(InjectorClient *c, int pidfd, int pid, uint64_t start
         return 0;
 }
 
+int injector_client_read_ranges(InjectorClient *c, int pid, uint64_t start_time_ticks, InjectorRanges which,
+                                MapList *ret) {
+        InjectorRequest req = {
+                .op = INJECTOR_OP_READ_RANGES,
+                .pid = pid,
+                .arg = (uint32_t) which,
+                .start_time_ticks = start_time_ticks,
+        };
+        InjectorReply rep;
+
+        int r = channel_call(c, &c->read, &req, -1, READ_BUDGET_USEC, NULL, &rep);
+        if (r < 0)
+                return r == -EAGAIN ? -EAGAIN : -EPIPE;
+        if (rep.error != 0)
+                return -rep.error;
+        size_t n = MIN((size_t) rep.data_len, sizeof rep.data) / (2 * sizeof(uint64_t));
+        MapList l = {};
+        if (n > 0) {
+                l.ranges = calloc(n, sizeof *l.ranges);
+                if (!l.ranges)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                uint64_t pair[2];
+                memcpy(pair, rep.data + i * sizeof pair, sizeof pair);
+                if (pair[1] <= pair[0]) {
+                        free(l.ranges);
+                        return -EBADMSG;
+                }
+                l.ranges[i] = (MapRange) { .start = pair[0], .end = pair[1], .kind = MAP_KIND_ANON,
+                                           .mergeable = which == INJECTOR_RANGES_MERGEABLE };
+        }
+        l.n = n;
+        *ret = l;
+        return 0;
+}
+
 int injector_client_read(void *userdata, int pid, uint64_t start_time_ticks, const char *name, char *buf,
                          size_t size) {
         InjectorClient *c = userdata;

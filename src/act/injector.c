@@ -490,6 +490,29 @@ static void serve_read(const Root *root, const InjectorRequest *req, InjectorRep
                 if (pass == 1)
                         break;
                 ssize_t n;
+                if (req->op == INJECTOR_OP_READ_RANGES) {
+                        MapList maps = {}, runs = {};
+                        int r = req->arg == INJECTOR_RANGES_MERGEABLE ? proc_smaps_read_mergeable(dfd, &runs)
+                                                                      : proc_maps_read(dfd, &maps);
+                        if (r >= 0 && req->arg != INJECTOR_RANGES_MERGEABLE)
+                                r = req->arg == INJECTOR_RANGES_ADVISABLE ? map_list_advisable_runs(&maps, &runs)
+                                                                          : map_list_anon_private(&maps, &runs);
+                        map_list_done(&maps);
+                        if (r >= 0 && runs.n * 2 * sizeof(uint64_t) > sizeof rep->data)
+                                r = -E2BIG;
+                        if (r < 0) {
+                                map_list_done(&runs);
+                                reply_set(rep, INJECTOR_FAILED, -r, "cannot read its ranges");
+                                return;
+                        }
+                        for (size_t i = 0; i < runs.n; i++) {
+                                uint64_t pair[2] = { runs.ranges[i].start, runs.ranges[i].end };
+                                memcpy(rep->data + i * sizeof pair, pair, sizeof pair);
+                        }
+                        rep->data_len = (uint32_t) (runs.n * 2 * sizeof(uint64_t));
+                        map_list_done(&runs);
+                        continue;
+                }
                 if (req->op == INJECTOR_OP_READ_EXE)
                         n = readlinkat(dfd, "exe", rep->data, sizeof rep->data - 1);
                 else {
@@ -547,7 +570,8 @@ static int worker_main(const Root *root, InjectorRole role, int sock, int ctl) {
                         if (role == INJECTOR_ROLE_INJECT && req.op == INJECTOR_OP_INJECT)
                                 serve_inject(root, ctl, &req, fd, &rep);
                         else if (role == INJECTOR_ROLE_READ &&
-                                 (req.op == INJECTOR_OP_READ_EXE || req.op == INJECTOR_OP_READ_WCHAN))
+                                 (req.op == INJECTOR_OP_READ_EXE || req.op == INJECTOR_OP_READ_WCHAN ||
+                                  req.op == INJECTOR_OP_READ_RANGES))
                                 serve_read(root, &req, &rep);
                         else
                                 reply_set(&rep, INJECTOR_REFUSED, EOPNOTSUPP, "operation %u is not served here",

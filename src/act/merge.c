@@ -170,6 +170,27 @@ static int read_mm_file(const MergeContext *c, MmReadKind kind, int pid, uint64_
         return res.error;
 }
 
+/* Ranges of the target's maps (injector.h InjectorRanges). maps and smaps
+ * check ptrace access, which a daemon that runs an injector has given up
+ * (CAP_SYS_PTRACE): the injector's read worker reads them then, with its own
+ * deadline; else the context's reader. */
+static int read_ranges(const MergeContext *c, InjectorRanges which, int pid, uint64_t start_time_ticks,
+                       int pid_dirfd, MapList *ret) {
+        MapList maps = {};
+        int r;
+
+        if (c->injector)
+                return injector_client_read_ranges(c->injector, pid, start_time_ticks, which, ret);
+        if (which == INJECTOR_RANGES_MERGEABLE)
+                return read_mm_file(c, MM_READ_SMAPS_MERGEABLE, pid, start_time_ticks, pid_dirfd, NULL, ret);
+        r = read_mm_file(c, MM_READ_MAPS, pid, start_time_ticks, pid_dirfd, NULL, &maps);
+        if (r < 0)
+                return r;
+        r = which == INJECTOR_RANGES_ADVISABLE ? map_list_advisable_runs(&maps, ret) : map_list_anon_private(&maps, ret);
+        map_list_done(&maps);
+        return r;
+}
+
 static uint64_t read_deadline_msec(const MergeContext *c) {
         return (c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC) / USEC_PER_MSEC;
 }
@@ -186,7 +207,7 @@ static uint64_t read_deadline_msec(const MergeContext *c) {
  * context's reader with its deadline. */
 static int unmerge_plan_for(const MergeContext *c, const ProcessAction *pa, int pid_dirfd, const MapList *exact,
                             UnmergePlan *ret, uint64_t (**ret_ranges)[2], size_t *ret_n) {
-        MapList maps = {}, runs = {};
+        MapList runs = {};
         KernelFixes k;
         int r;
 
@@ -197,11 +218,7 @@ static int unmerge_plan_for(const MergeContext *c, const ProcessAction *pa, int 
                 memcpy(runs.ranges, exact->ranges, exact->n * sizeof *exact->ranges);
                 runs.n = exact->n;
         } else {
-                r = read_mm_file(c, MM_READ_MAPS, pa->pid, pa->start_time_ticks, pid_dirfd, NULL, &maps);
-                if (r < 0)
-                        return r;
-                r = map_list_advisable_runs(&maps, &runs);
-                map_list_done(&maps);
+                r = read_ranges(c, INJECTOR_RANGES_ADVISABLE, pa->pid, pa->start_time_ticks, pid_dirfd, &runs);
                 if (r < 0)
                         return r;
         }
@@ -289,7 +306,7 @@ static int do_process_ksm(const MergeContext *c, int pidfd, MergeAction a) {
 
 static int do_remote_madvise(const MergeContext *c, int pidfd, const ProcessAction *pa, int pid_dirfd,
                              const MapList *exact, char *note, size_t note_size) {
-        MapList maps = {}, runs = {};
+        MapList runs = {};
         _cleanup_free_ struct iovec *iov = NULL;
         MergeAction a = pa->action;
         int r;
@@ -322,12 +339,8 @@ static int do_remote_madvise(const MergeContext *c, int pidfd, const ProcessActi
                 memcpy(runs.ranges, exact->ranges, exact->n * sizeof *exact->ranges);
                 runs.n = exact->n;
         } else {
-                r = read_mm_file(c, MM_READ_MAPS, pa->pid, pa->start_time_ticks, pid_dirfd, NULL, &maps);
-                if (r < 0)
-                        return r;
-                r = a == MERGE_ACTION_ENABLE ? map_list_anon_private(&maps, &runs)
-                                             : map_list_advisable_runs(&maps, &runs);
-                map_list_done(&maps);
+                r = read_ranges(c, a == MERGE_ACTION_ENABLE ? INJECTOR_RANGES_ANON_PRIVATE : INJECTOR_RANGES_ADVISABLE,
+                                pa->pid, pa->start_time_ticks, pid_dirfd, &runs);
                 if (r < 0)
                         return r;
         }
@@ -804,7 +817,7 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
         _cleanup_(map_list_done) MapList exact = {};
         const MergeRestoreEntry *rec = NULL;
         if (a->action == MERGE_ACTION_DISABLE && f.merge_any != 1) {
-                r = read_mm_file(c, MM_READ_SMAPS_MERGEABLE, a->pid, a->start_time_ticks, pid_dirfd, NULL, &exact);
+                r = read_ranges(c, INJECTOR_RANGES_MERGEABLE, a->pid, a->start_time_ticks, pid_dirfd, &exact);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
