@@ -226,7 +226,7 @@ const char *kernel_fix_adaptation(const KernelFixes *k, KernelFixId id) {
         case KERNEL_FIX_RANGE_WALK:
                 return s == FIX_YES ? "processes are switched off in one call"
                                     : "switching off a process with large mergeable mappings unmerges in chunks "
-                                      "that hold it ~10 ms each, or is refused past 3 min";
+                                      "that hold it ~10 ms each, and is not done at all past 3 min";
         case KERNEL_FIX_SMART_SCAN:
                 return s == FIX_YES ? "none needed"
                                     : "after 16 smart scans without gain, one full scan with smart_scan=0 "
