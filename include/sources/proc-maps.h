@@ -29,6 +29,8 @@ typedef struct MapList {
 } MapList;
 
 void map_list_done(MapList *l);
+/* A copy of src into *ret (empty for an empty src): 0 or -ENOMEM. */
+int map_list_copy(const MapList *src, MapList *ret);
 
 /* Parses maps text. A line that does not parse makes the whole text
  * -EINVAL (the kernel writes every line the same way). */

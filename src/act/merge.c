@@ -212,11 +212,8 @@ static int unmerge_plan_for(const MergeContext *c, const ProcessAction *pa, int 
         int r;
 
         if (exact && exact->n > 0) {
-                runs.ranges = malloc(exact->n * sizeof *exact->ranges);
-                if (!runs.ranges)
+                if (map_list_copy(exact, &runs) < 0)
                         return -ENOMEM;
-                memcpy(runs.ranges, exact->ranges, exact->n * sizeof *exact->ranges);
-                runs.n = exact->n;
         } else {
                 r = read_ranges(c, INJECTOR_RANGES_ADVISABLE, pa->pid, pa->start_time_ticks, pid_dirfd, &runs);
                 if (r < 0)
@@ -333,11 +330,8 @@ static int do_remote_madvise(const MergeContext *c, int pidfd, const ProcessActi
         }
 
         if (exact && exact->n > 0) {
-                runs.ranges = malloc(exact->n * sizeof *exact->ranges);
-                if (!runs.ranges)
+                if (map_list_copy(exact, &runs) < 0)
                         return -ENOMEM;
-                memcpy(runs.ranges, exact->ranges, exact->n * sizeof *exact->ranges);
-                runs.n = exact->n;
         } else {
                 r = read_ranges(c, a == MERGE_ACTION_ENABLE ? INJECTOR_RANGES_ANON_PRIVATE : INJECTOR_RANGES_ADVISABLE,
                                 pa->pid, pa->start_time_ticks, pid_dirfd, &runs);
@@ -824,13 +818,8 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                         log_debug_errno(r, "pid %d: smaps: %m; unmarking every advisable range", a->pid);
         } else if (a->action == MERGE_ACTION_ENABLE && (rec = merge_restore_find(c->restore, a->pid,
                                                                                a->start_time_ticks))) {
-                if (!rec->merge_any && rec->ranges.n > 0) {
-                        exact.ranges = malloc(rec->ranges.n * sizeof *exact.ranges);
-                        if (!exact.ranges)
-                                return -ENOMEM;
-                        memcpy(exact.ranges, rec->ranges.ranges, rec->ranges.n * sizeof *exact.ranges);
-                        exact.n = rec->ranges.n;
-                }
+                if (!rec->merge_any && map_list_copy(&rec->ranges, &exact) < 0)
+                        return -ENOMEM;
         }
 
         MergeMethod chain[3];

@@ -17,6 +17,19 @@ void map_list_done(MapList *l) {
         *l = (MapList) {};
 }
 
+int map_list_copy(const MapList *src, MapList *ret) {
+        MapList l = {};
+        if (src->n > 0) {
+                l.ranges = malloc(src->n * sizeof *l.ranges);
+                if (!l.ranges)
+                        return -ENOMEM;
+                memcpy(l.ranges, src->ranges, src->n * sizeof *l.ranges);
+                l.n = src->n;
+        }
+        *ret = l;
+        return 0;
+}
+
 static int map_list_push(MapList *l, const MapRange *r, size_t *alloc) {
         if (greedy_realloc((void **) &l->ranges, alloc, l->n + 1, sizeof *l->ranges, 64) < 0)
                 return -ENOMEM;
