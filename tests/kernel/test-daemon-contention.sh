@@ -147,10 +147,6 @@ grep "readmitting pid $auto_pid" "$tmp/log" | head -1
         fail "readmission gave contender $auto_pid mergeable/merge_any = $readmitted, not what it had (yes/no)"
 alive_untouched "$auto_pid"
 echo "readmitted with exactly its own ranges: ksm_mergeable/ksm_merge_any = $readmitted"
-# The windows that saw ksmd wait behind the contender also tell whether
-# ksmd trylocks (seed 000): a failed try (yes) or 20 waits without one (no).
-grep -o "Kernel fix 00[0-4] ([a-z-]*): .*" "$tmp/log" | cut -c1-200
-grep -q "Kernel fix 000 (trylock): \(yes\|no\)," "$tmp/log" || fail "the contention windows did not decide fix 000"
 
 # It goes (stdin closed), so the next one contends alone, as this one did.
 stop_daemon
@@ -167,5 +163,11 @@ grep -q "pid $always_pid (ksm-workload): method inject: disabled" "$tmp/log" && 
 alive_untouched "$always_pid"
 echo "Mode=always contender judged and kept"
 
+# The windows that saw ksmd wait behind the contenders also tell whether
+# ksmd trylocks (seed 000): a failed try (yes) or 20 waits without one (no).
+# One window may see fewer than 20 (seen in CI: one window, 54% blocked,
+# undecided): wait for the decision, which only the windows can make.
+log_within_20s "Kernel fix 000 (trylock): \(yes\|no\)," || fail "the contention windows did not decide fix 000"
+grep -o "Kernel fix 00[0-4] ([a-z-]*): .*" "$tmp/log" | cut -c1-200
 stop_daemon
 echo "SIGTERM: knobs restored"
