@@ -260,6 +260,12 @@ def process_cpu_ns(pid):
     return process_schedstat_ns(pid, 0)
 
 
+def process_stat_cpu_s(pid):
+    """utime + stime of /proc/PID/stat (fields 14, 15; all threads), s."""
+    fields = read_str(f"/proc/{pid}/stat").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def other_processes_with_ksm_pages(own):
     found = []
     for d in os.listdir("/proc"):
@@ -296,6 +302,11 @@ class Sampler(threading.Thread):
         self.running = 0
         self.series = []  # (t - t_start, pages_sharing)
         self.base_sharing = 0
+        # Every 0.5 s too: (t - t_start, ksmd CPU-seconds so far, the
+        # daemon's controller phase or None), for ksmd's CPU per phase.
+        self.metrics_path = None  # the daemon's metrics file, when it has one
+        self.cpu_series = []
+        self.cpu0_ns = None
 
     def run(self):
         stat_path = f"/proc/{self.ksmd}/stat"
@@ -332,6 +343,14 @@ class Sampler(threading.Thread):
                                         int(ksm_read("pages_sharing")) - self.base_sharing))
                 except (OSError, ValueError):
                     pass
+                try:
+                    cpu = task_cpu_ns(self.ksmd)
+                    if self.cpu0_ns is None:
+                        self.cpu0_ns = cpu
+                    self.cpu_series.append((round(now - self.t_start, 2), round((cpu - self.cpu0_ns) / 1e9, 4),
+                                            daemon_phase(self.metrics_path)))
+                except OSError:
+                    pass
                 next_series += 0.5
             self.stop_ev.wait(self.period)
 
@@ -340,16 +359,50 @@ class Sampler(threading.Thread):
         self.join()
 
 
+def daemon_phase(metrics_path):
+    """The controller's phase (maintain, burst, decay, idle) from the
+    daemon's metrics file, which it rewrites every tick; None without one
+    (the fixed peers) or before its first write."""
+    if not metrics_path:
+        return None
+    try:
+        with open(metrics_path) as f:
+            for line in f:
+                m = re.match(r'ksmtuned2_controller_phase\{phase="([a-z]+)"\} 1\b', line)
+                if m:
+                    return m.group(1)
+    except OSError:
+        pass
+    return None
+
+
+def cpu_by_phase(cpu_series, t_from=0.0):
+    """{phase: [ksmd CPU-seconds, seconds]} from a (t, cpu_s, phase) series,
+    each interval counted for the phase seen at its start, from t_from on
+    ("-": no phase, a fixed peer or before the daemon's first tick)."""
+    out = {}
+    for (t0, c0, ph), (t1, c1, _) in zip(cpu_series, cpu_series[1:]):
+        if t0 >= t_from:
+            acc = out.setdefault(ph or "-", [0.0, 0.0])
+            acc[0] += c1 - c0
+            acc[1] += t1 - t0
+    return out
+
+
 # --------------------------------------------------------------------------- workloads
 
 class Workload:
     """tests/helpers/ksm-workload: prints "ready PID ADDR", exits on stdin EOF,
     so it also goes away if this harness dies."""
 
-    def __init__(self, guard, binary, args, name):
+    def __init__(self, guard, binary, args, name, oom_first=False):
         self.name = name
         args = [a for x in args for a in (churn_args() if x == "+churn" else [x])]
-        self.proc = subprocess.Popen([binary] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # oom_first: the OOM killer's first choice from before it maps
+        # anything (choom, util-linux), so a big scenario that meets someone
+        # else's memory loses its own workload, not their work.
+        wrap = ["choom", "-n", "1000", "--"] if oom_first else []
+        self.proc = subprocess.Popen(wrap + [binary] + args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      bufsize=0)
         guard.track(self.proc)
         self.guard = guard
@@ -425,6 +478,9 @@ class Peer:
     def own_pids(self):
         return []
 
+    def metrics_path(self):
+        return None
+
     def check_alive(self):
         """Raises RuntimeError when the peer died during the run."""
 
@@ -443,6 +499,8 @@ class Off(Peer):
 
 
 class Fixed(Peer):
+    scenarios = Peer.scenarios + ("S6",)
+
     def __init__(self, name, pages, sleep_ms):
         self.name = name
         self.pages = pages
@@ -566,6 +624,7 @@ class Ksmtuned2(Peer):
     alone. Extra configuration (e.g. controller keys being tuned) is
     appended from --ksmtuned2-conf."""
     name = "ksmtuned2"
+    scenarios = Peer.scenarios + ("S6",)
 
     def __init__(self, binary, extra_conf, extra_args, outdir):
         self.binary = binary
@@ -589,6 +648,8 @@ class Ksmtuned2(Peer):
             f.write("[Daemon]\n")
             f.write(f"RuntimeDirectory={self.dir}/run\n")
             f.write(f"PolicyDirectories={self.dir}/policy.d\n")
+            # The controller's phase for the sampler (daemon_phase()).
+            f.write(f"[Metrics]\nTextfilePath={self.dir}/metrics.prom\n")
             if self.extra_conf:
                 f.write("\n" + open(self.extra_conf).read())
         self.conf = conf
@@ -640,6 +701,21 @@ class Ksmtuned2(Peer):
 
     def own_pids(self):
         return [self.proc.pid] if self.proc else []
+
+    def metrics_path(self):
+        return f"{self.dir}/metrics.prom" if self.proc else None
+
+    def cpu_budget_pct(self):
+        """CpuBudget= as this daemon runs with it: from --ksmtuned2-conf, else
+        the default the shipped conf/ksmtuned2.conf documents."""
+        for path in (self.extra_conf, os.path.join(SOURCE_ROOT, "conf", "ksmtuned2.conf")):
+            if not path:
+                continue
+            with open(path) as f:
+                m = re.search(r"^#?CpuBudget=([0-9.]+)\s*$", f.read(), re.M)
+            if m:
+                return float(m.group(1))
+        raise RuntimeError("no CpuBudget= in the configuration or in conf/ksmtuned2.conf")
 
     def check_alive(self):
         if self.proc and self.proc.poll() is not None:
@@ -719,7 +795,62 @@ SCENARIOS = {
            "expected": 6 * 49152},
     "S5": {"title": "S5 idle host (64 MiB mergeable unique pages: nothing to merge)",
            "victims": [["--unique", "16384", "--copies", "1", "--seed", "15"]], "expected": None},
+    # Issue 14 item 4: near this 24 GiB machine's limit, S4's shape (75%
+    # identical) at 16 GiB, so the two give a scaling figure. Its own tail
+    # (60 s, the target's window) and timeouts: the aggressive setting needs
+    # ~2 full scans of 4 Mi pages, tens of seconds of a core; the kernel
+    # defaults scan ~20 MiB/s and would need ~27 min for two scans, so they
+    # get 150 s and are reported as timed out (--timeout overrides both).
+    # That keeps S6 with its three peers near 10 min. It needs MemAvailable
+    # for all of it plus "reserve" (refused with a SKIP otherwise), and its
+    # workloads are the OOM killer's first choice (oom_score_adj 1000).
+    "S6": {"title": "S6 host size (32 x 512 MiB, 75% identical across them)",
+           "victims": [["--unique", "98304", "--copies", "1", "--private", "32768", "--seed", "16"]] * 32,
+           "expected": 32 * 98304, "tail": 60.0, "timeout": 300.0,
+           "peer_timeout": {"defaults": 150.0, "advisor": 150.0, "ksmtuned": 150.0},
+           "reserve_bytes": 3 * GIB, "oom_first": True, "sample_period": 0.05},
 }
+
+
+class Skipped(Exception):
+    """A run that cannot be made here (not enough memory): SKIP, not a failure."""
+
+
+def workload_bytes(vargs):
+    """The memory one ksm-workload maps: (unique * copies + private) pages."""
+    opt = {"--unique": 0, "--copies": 1, "--private": 0}
+    for k, v in zip(vargs, vargs[1:]):
+        if k in opt:
+            opt[k] = int(v)
+    return (opt["--unique"] * opt["--copies"] + opt["--private"]) * PAGE
+
+
+def scenario_bytes(scn):
+    return sum(workload_bytes(v) for v in scn["victims"])
+
+
+def run_timeout(args, scn, peer_name):
+    """--timeout when given, else the scenario's own for this peer, else 120 s."""
+    if args.timeout_given:
+        return args.timeout
+    return scn.get("peer_timeout", {}).get(peer_name, scn.get("timeout", args.timeout))
+
+
+def run_tail(args, scn):
+    return args.tail if args.tail_given else scn.get("tail", args.tail)
+
+
+def check_memory(scn, still_to_map, what):
+    """Raises Skipped unless MemAvailable covers what the scenario still
+    maps plus its reserve (other engineers' builds and guests share the
+    machine; the OOM killer must not have to choose)."""
+    if "reserve_bytes" not in scn:
+        return
+    avail = meminfo_kib()["MemAvailable"] * 1024
+    need = still_to_map + scn["reserve_bytes"]
+    if avail < need:
+        raise Skipped(f"{what}: MemAvailable {avail / GIB:.1f} GiB (/proc/meminfo) < {need / GIB:.1f} GiB "
+                      f"({still_to_map / GIB:.1f} GiB still to map + {scn['reserve_bytes'] / GIB:.0f} GiB reserve)")
 
 
 ADVISOR_DEFAULTS = {"advisor_max_cpu": "70", "advisor_min_pages_to_scan": "500",
@@ -801,7 +932,11 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
     scn = SCENARIOS[base_scenario(scn_name)]
     variant = scenario_variant(scn_name)
     late = variant == "start-late"
-    result = {"scenario": scn_name, "peer": peer.name, "repeat": repeat, "loadavg_1min": os.getloadavg()[0]}
+    timeout = run_timeout(args, scn, peer.name)
+    tail = run_tail(args, scn)
+    result = {"scenario": scn_name, "peer": peer.name, "repeat": repeat, "loadavg_1min": os.getloadavg()[0],
+              "timeout_s": timeout, "tail_s": tail, "mergeable_bytes": scenario_bytes(scn)}
+    check_memory(scn, scenario_bytes(scn), f"{scn_name} {peer.name}")
     ctx = {"guard": guard, "scenario": scn_name, "repeat": repeat}
     workloads = []
     sampler = None
@@ -838,7 +973,9 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
         wait0 = task_runq_wait_ns(ksmd)
         daemon_pid = (peer.own_pids() or [None])[0]
         dcpu0 = process_cpu_ns(daemon_pid) if daemon_pid else None
-        sampler = Sampler(ksmd, [], scn["expected"])
+        dstat0 = process_stat_cpu_s(daemon_pid) if daemon_pid else None
+        sampler = Sampler(ksmd, [], scn["expected"], period=scn.get("sample_period", 0.01))
+        sampler.metrics_path = peer.metrics_path()
         sampler.base_sharing = c0["pages_sharing"]
         t_start = time.monotonic()
         sampler.t_start = t_start
@@ -848,7 +985,10 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             cont_wait0 = (time.monotonic(), process_schedstat_ns(contender.pid, 1))
         victims = []
         for i, vargs in enumerate(scn["victims"]):
-            w = Workload(guard, args.workload, vargs, f"victim{i}")
+            # Again before each: another engineer's guest may have started.
+            check_memory(scn, sum(workload_bytes(v) for v in scn["victims"][i:]),
+                         f"{scn_name} {peer.name}, before victim {i}")
+            w = Workload(guard, args.workload, vargs, f"victim{i}", oom_first=scn.get("oom_first", False))
             workloads.append(w)
             victims.append(w)
         if scn.get("churn_in_victim"):
@@ -862,9 +1002,12 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             # (for the daemon: its exec, start-up and first ticks included).
             t_ready = time.monotonic()
             peer.start(ctx)
+            sampler.metrics_path = peer.metrics_path()
             daemon_pid = (peer.own_pids() or [None])[0]
             dcpu0 = 0 if daemon_pid else None  # its whole life is in the window
+            dstat0 = 0.0 if daemon_pid else None
         sampler.t_ready = t_ready
+        result["ready_s"] = t_ready - t_start
         if variant == "restart" and peer.own_pids():
             # mid-merge: the victims' first merged pages, at most 2 s in
             deadline = t_ready + 2
@@ -877,7 +1020,7 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
 
         merge_s = None
         if scn["expected"] and not isinstance(peer, Off):
-            deadline = t_ready + args.timeout
+            deadline = t_ready + timeout
             while time.monotonic() < deadline and sampler.merged_at is None:
                 time.sleep(0.02)
             if sampler.merged_at is not None:
@@ -888,7 +1031,7 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
         # window of the same length). A timed-out run has no tail: its window
         # is the whole timeout already.
         if merge_s is not None or isinstance(peer, Off) or not scn["expected"]:
-            time.sleep(args.tail)
+            time.sleep(tail)
         t_end = time.monotonic()
         churn = contender.churn_stats() if contender else None
         if daemon_pid:
@@ -897,6 +1040,9 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             status = {l.split(":")[0]: l.split(":")[1].strip() for l in open(f"/proc/{daemon_pid}/status")}
             result.update({
                 "daemon_cpu_pct": 100.0 * (dcpu1 - dcpu0) / 1e9 / (t_end - t_start),
+                # utime + stime of /proc/PID/stat, whole ticks: the figure
+                # ps and top show (restart variant: the last instance's).
+                "daemon_stat_cpu_s": process_stat_cpu_s(daemon_pid) - (dstat0 if variant != "restart" else 0),
                 "daemon_rss_mib": int(status["VmRSS"].split()[0]) / 1024,
                 "daemon_hwm_mib": int(status["VmHWM"].split()[0]) / 1024,
             })
@@ -948,7 +1094,15 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             "cpu_per_gib": (cpu_s / (saved / GIB)) if saved > 0 else None,
             "full_scans": c1["full_scans"] - c0["full_scans"],
             "sharing_series": sampler.series,
+            "cpu_series": sampler.cpu_series,
+            # ksmd's CPU in each of the daemon's phases: over the run, and in
+            # the tail alone ({phase: [cpu_s, seconds]}).
+            "cpu_by_phase": cpu_by_phase(sampler.cpu_series),
+            "tail_cpu_by_phase": cpu_by_phase(sampler.cpu_series, t_tail - t_start) if t_end - t_tail > 1 else None,
+            "final_phase": sampler.cpu_series[-1][2] if sampler.cpu_series else None,
         })
+        if hasattr(peer, "cpu_budget_pct"):
+            result["cpu_budget_pct"] = peer.cpu_budget_pct()
         if churn:
             # The second half of the paired reference: the peer stopped and
             # run=0 again, the same contender for as long again. Before and
@@ -1004,6 +1158,8 @@ def spread(values, spec=None):
 
 
 def merge_cell(runs, timeout):
+    # a run's own timeout (S6 has its own, per peer) over the benchmark's
+    timeout = max(r.get("timeout_s", timeout) for r in runs)
     times = [r["merge_s"] for r in runs]
     if all(t is None for t in times):
         return f">{timeout:.0f}s"
@@ -1066,20 +1222,33 @@ def print_table(scn_name, by_peer, timeout, out):
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  " + "  ".join(x.ljust(w) for x, w in zip(r, widths)), file=out)
-    if base_scenario(scn_name) == "S4":
+    if base_scenario(scn_name) in ("S4", "S6"):
         for peer, runs in by_peer.items():
             series = runs[0]["sharing_series"]
             pts = []
-            for mark in (2, 5, 10, 30, 60, 120):
+            for mark in (2, 5, 10, 30, 60, 120, 180, 300):
                 got = [s for t, s in series if t <= mark]
                 if got and series[-1][0] >= mark - 0.5:
                     pts.append(f"{mark}s:{got[-1] * PAGE / (1 << 20):.0f}")
             print(f"  savings over time, {peer} (MiB saved at t): {' '.join(pts)}", file=out)
     for peer, runs in by_peer.items():
         for r in runs:
+            if r.get("cpu_by_phase") and any(ph != "-" for ph in r["cpu_by_phase"]):
+                print(f"  ksmd CPU by {peer} phase (run {r['repeat']}): {fmt_phases(r['cpu_by_phase'])}; "
+                      f"in the tail: {fmt_phases(r.get('tail_cpu_by_phase'))}", file=out)
+    for peer, runs in by_peer.items():
+        for r in runs:
             if r.get("decisions"):
                 print(f"  ksmtuned decisions (run {r['repeat']}): {'; '.join(r['decisions'])}", file=out)
                 break
+
+
+def fmt_phases(phases):
+    """{phase: [cpu_s, secs]} -> "burst 1.20 s in 2.0 s (60%), ..."."""
+    if not phases:
+        return "-"
+    return ", ".join(f"{ph} {c:.2f} s in {t:.1f} s ({100 * c / t if t else 0:.0f}%)"
+                     for ph, (c, t) in sorted(phases.items(), key=lambda x: -x[1][1]))
 
 
 INF = float("inf")
@@ -1125,6 +1294,77 @@ def print_ratios(scn_name, by_peer, out):
         print("ratios (median ksmtuned2 / median peer):", file=out)
         for p in parts:
             print(p, file=out)
+
+
+SCALING_PEERS = ("aggressive", "ksmtuned2")
+
+
+def print_scaling(results, out):
+    """Issue 14 item 4: how merge time, ksmd CPU per GiB and the daemon's
+    own CPU and RSS grow with the host's mergeable memory, S4 (1.5 GiB) to
+    S6 (16 GiB), same shape (75% identical). Medians of each scenario's runs."""
+    rows = [(s, p, runs) for s in ("S4", "S6") for p in SCALING_PEERS
+            for runs in [results.get(s, {}).get(p)] if runs]
+    if len({s for s, _, _ in rows}) < 2:
+        return
+    print("\n== scaling, S4 (1.5 GiB) to S6 (16 GiB), same shape", file=out)
+
+    def figures(runs):
+        gib = runs[0]["mergeable_bytes"] / GIB if runs[0].get("mergeable_bytes") else None
+        m = merge_median(runs)
+        cpu = metric(runs, lambda r: r["ksmd_cpu_s"])
+        return {"GiB": gib, "merge s": m if m != INF else None,
+                "ksmd cpu s": cpu, "ksmd s/GiB": cpu / gib if gib else None,
+                "us/page": metric(runs, lambda r: r["us_per_page"]),
+                "daemon cpu s": metric(runs, lambda r: r.get("daemon_stat_cpu_s")),
+                "daemon cpu%": metric(runs, lambda r: r.get("daemon_cpu_pct")),
+                "daemon MiB": metric(runs, lambda r: r.get("daemon_rss_mib")),
+                "daemon HWM": metric(runs, lambda r: r.get("daemon_hwm_mib"))}
+    table = [("scenario", "peer") + tuple(figures(rows[0][2]).keys())]
+    got = {}
+    for s, p, runs in rows:
+        f = figures(runs)
+        got[(s, p)] = f
+        table.append((s, f"{p} (n={len(runs)})") + tuple(
+            (">timeout" if k == "merge s" and v is None else fmt(v, "{:.3f}" if k == "daemon cpu%" else "{:.2f}"))
+            for k, v in f.items()))
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        print("  " + "  ".join(x.ljust(w) for x, w in zip(r, widths)), file=out)
+    for p in SCALING_PEERS:
+        a, b = got.get(("S4", p)), got.get(("S6", p))
+        if not a or not b:
+            continue
+        items = [f"{k} {ratio(b[k], a[k]):.2f}x" for k in a if ratio(b[k], a[k]) is not None]
+        print(f"  growth S6/S4, {p}: " + ", ".join(items), file=out)
+
+
+def time_to_savings(r, goal_bytes):
+    """Seconds from the workloads' readiness until pages_sharing (the
+    0.5 s series) reached goal_bytes saved; INF if never (0 if before)."""
+    for t, sharing in r.get("sharing_series") or []:
+        if sharing * PAGE >= goal_bytes:
+            return max(0.0, t - r.get("ready_s", 0.0))
+    return INF
+
+
+def maintenance_verdict(runs):
+    """(ok, detail): every run's daemon in maintain (or idle) at the end of
+    the tail, ksmd within CpuBudget= over the part of the tail spent there."""
+    ok, details = True, []
+    for r in runs:
+        phases = r.get("tail_cpu_by_phase") or {}
+        cpu, secs = map(sum, zip(*[phases[p] for p in ("maintain", "idle") if p in phases])) if any(
+            p in phases for p in ("maintain", "idle")) else (0.0, 0.0)
+        budget = r.get("cpu_budget_pct")
+        pct = 100 * cpu / secs if secs else None
+        good = (r.get("final_phase") in ("maintain", "idle") and pct is not None and budget is not None and
+                pct <= budget and r["merge_s"] is not None)
+        ok = ok and good
+        details.append(f"run {r['repeat']}: ends in {r.get('final_phase') or '?'}, "
+                       f"{fmt(pct, '{:.1f}')}% of a core over {secs:.0f} s of maintenance in the tail "
+                       f"(CpuBudget={fmt(budget, '{:g}')}%)" + ("" if r["merge_s"] is not None else ", did not merge"))
+    return ok, "; ".join(details)
 
 
 def evaluate_targets(results):
@@ -1187,6 +1427,26 @@ def evaluate_targets(results):
                 pm = merge_median(pr)
                 verdict(f"{s} merge faster than {p}", m < pm,
                         f"{fmt_s(m)} vs {fmt_s(pm)}")
+    # S6, issue 14 item 4: the host-size scenario against aggressive.
+    me, ag = runs("S6", "ksmtuned2"), runs("S6", "aggressive")
+    if me and ag:
+        goal = 0.9 * metric(ag, lambda r: r["saved_bytes"])
+        tm = metric(me, lambda r: time_to_savings(r, goal))
+        ta = metric(ag, lambda r: time_to_savings(r, goal))
+        verdict("S6 time to 90% of aggressive's savings <= 1.25x aggressive's",
+                tm <= 1.25 * ta if ta != INF else None,
+                f"{fmt_s(tm)} vs {fmt_s(ta)} (bound {fmt_s(1.25 * ta)}; 90% = {goal / GIB:.2f} GiB)")
+        cm, ca = metric(me, lambda r: r["ksmd_cpu_s"]), metric(ag, lambda r: r["ksmd_cpu_s"])
+        tail = max(r.get("tail_s") or 0 for r in me)
+        verdict(f"S6 ksmd CPU over merge + {tail:.0f} s tail <= 0.6x aggressive's",
+                cm <= 0.6 * ca and tm != INF,
+                f"{cm:.1f}s vs {0.6 * ca:.1f}s (aggressive {ca:.1f}s)" + ("; did not merge" if tm == INF else ""))
+    if me:
+        verdict("S6 in maintenance within CpuBudget= by the tail's end", *maintenance_verdict(me))
+    de = runs("S6", "defaults")
+    if me and de:
+        verdict("S6 merge faster than defaults", merge_median(me) < merge_median(de),
+                f"{fmt_s(merge_median(me))} vs {fmt_s(merge_median(de))}")
     me, de = runs("S5", "ksmtuned2"), runs("S5", "defaults")
     if me and de:
         km, kd = metric(me, lambda r: r["ksmd_cpu_pct"]), metric(de, lambda r: r["ksmd_cpu_pct"])
@@ -1233,6 +1493,7 @@ def report(path, out):
     for s in sorted(results):
         print_table(s, results[s], data["timeout"], out)
         print_ratios(s, results[s], out)
+    print_scaling(results, out)
     print_targets(evaluate_targets(results), out)
 
 
@@ -1240,7 +1501,7 @@ def main():
     ap = argparse.ArgumentParser(description="ksmtuned2 against its peers on this machine's real KSM.")
     ap.add_argument("--quick", action="store_true",
                     help="1 repeat, S1+S2+S5, 5 s tail, 60 s timeout, 3 s contender reference, without classic ksmtuned")
-    ap.add_argument("--scenarios", default=None, help="comma-separated, default S1,S2,S3,S4,S5")
+    ap.add_argument("--scenarios", default=None, help="comma-separated, default S1,S2,S3,S4,S5; S6 (16 GiB, ~10 min) only when named")
     ap.add_argument("--variants", default=None,
                     help="comma-separated among normal,start-late,restart: each scenario S1-S4 in each "
                          "(default normal; also \"S1/start-late\" in --scenarios)")
@@ -1279,6 +1540,9 @@ def main():
     peer_names = (args.peers or ("off,defaults,aggressive,advisor,ksmtuned2" if quick else
                                  "off,defaults,aggressive,advisor,ksmtuned,ksmtuned2")).split(",")
     args.repeats = args.repeats or (1 if quick else 3)
+    # Given ones override a scenario's own (S6: run_timeout(), run_tail()).
+    args.timeout_given = args.timeout is not None
+    args.tail_given = args.tail is not None
     args.timeout = args.timeout or (60.0 if quick else 120.0)
     args.tail = args.tail if args.tail is not None else (5.0 if quick else 20.0)
     args.reference = args.reference if args.reference is not None else (3.0 if quick else 5.0)
@@ -1291,7 +1555,7 @@ def main():
                      if v == "normal" or base_scenario(s) in ("S1", "S2", "S3", "S4")]
     for s in scenarios:
         if base_scenario(s) not in SCENARIOS or (scenario_variant(s) and (scenario_variant(s) not in VARIANTS or
-                                                                          base_scenario(s) == "S5")):
+                                                                          base_scenario(s) in ("S5", "S6"))):
             ap.error(f"unknown scenario {s}")
 
     if os.geteuid() != 0 or not os.access(f"{KSM}/run", os.W_OK):
@@ -1333,6 +1597,7 @@ def main():
     t_begin = time.monotonic()
     results = {}
     all_runs = []
+    skipped = []
     status = 0
     out = sys.stdout
     print(f"ksm-tuning benchmark: scenarios {','.join(scenarios)}, peers {','.join(peer_names)}, "
@@ -1360,6 +1625,10 @@ def main():
                     guard.acquire()
                     try:
                         r = run_once(args, guard, s, p, rep, ksmd)
+                    except Skipped as e:
+                        log(f"SKIP {s} {p.name} run {rep}: {e}")
+                        skipped.append(f"{s} {p.name}: {e}")
+                        continue
                     except (RuntimeError, OSError, ValueError, KeyError) as e:
                         # One run's failure (a daemon that died, a pid gone
                         # early) must not lose the rest of the benchmark.
@@ -1372,7 +1641,7 @@ def main():
                     all_runs.append(r)
                     save_results(outdir, args, all_runs)
                     merge = (f"{r['merge_s']:.2f}s" if r["merge_s"] is not None else
-                             (f">{args.timeout:.0f}s (merging {r['merging_reached']}/{r['expected']})"
+                             (f">{r['timeout_s']:.0f}s (merging {r['merging_reached']}/{r['expected']})"
                               if r["timed_out"] else "-"))
                     log(f"{s} {p.name:10s} run {rep}: merge {merge}, ksmd {r['ksmd_cpu_s']:.2f} cpu-s, "
                         f"{r['ksmd_runq_wait_pct']:.0f}% waiting for a CPU, load {r['loadavg_1min']:.1f} "
@@ -1383,8 +1652,13 @@ def main():
             print_table(s, by_peer, args.timeout, out)
             print_ratios(s, by_peer, out)
             out.flush()
+        print_scaling(results, out)
         targets = evaluate_targets(results)
         print_targets(targets, out)
+        for x in skipped:
+            print(f"  SKIP  {x}", file=out)
+        if skipped and not all_runs:
+            status = status or 77
         if args.strict and any(v == "FAIL" for v, _, _ in targets):
             status = status or 1
     except (Interrupted, KeyboardInterrupt) as e:

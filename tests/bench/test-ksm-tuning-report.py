@@ -115,6 +115,68 @@ class Targets(unittest.TestCase):
         self.assertEqual(v["S5 daemon RSS <= 16 MiB"], "FAIL")
         self.assertEqual(v["S5 idle ksmd CPU <= 2x defaults'"], "FAIL")
 
+    def test_s6_host_size(self):
+        # 90% of aggressive's 12 GiB is reached at 40 s (aggressive: 30 s,
+        # its workloads ready at 10 s in both): 40/30 = 1.33x > 1.25x.
+        gib = GIB_PAGES
+
+        def s6(merge_s, cpu_s, series, **extra):
+            return run(merge_s, cpu_s, saved_pages=12 * gib, sharing_series=series, ready_s=10.0, tail_s=60.0,
+                       mergeable_bytes=16 * (1 << 30), **extra)
+        maint = dict(final_phase="maintain", cpu_budget_pct=10.0,
+                     tail_cpu_by_phase={"decay": [2.0, 5.0], "maintain": [4.0, 55.0]})
+        ag = s6(35.0, 100.0, [(10.0, 0), (20.0, 6 * gib), (40.0, 12 * gib)])
+        me = s6(45.0, 50.0, [(10.0, 0), (30.0, 8 * gib), (50.0, 11 * gib), (60.0, 12 * gib)], **maint)
+        res = {"S6": {"aggressive": [ag], "defaults": [s6(None, 5.0, [(10.0, 0), (160.0, gib)])],
+                      "ksmtuned2": [me]}}
+        self.assertEqual(bench.time_to_savings(ag, 0.9 * 12 * gib * bench.PAGE), 30.0)
+        v = verdicts(res)
+        self.assertEqual(v["S6 time to 90% of aggressive's savings <= 1.25x aggressive's"], "FAIL")  # 40 s vs 37.5
+        self.assertEqual(v["S6 ksmd CPU over merge + 60 s tail <= 0.6x aggressive's"], "PASS")      # 50 <= 60
+        self.assertEqual(v["S6 in maintenance within CpuBudget= by the tail's end"], "PASS")         # 7.3% <= 10%
+        self.assertEqual(v["S6 merge faster than defaults"], "PASS")
+        me["sharing_series"] = [(10.0, 0), (30.0, 8 * gib), (45.0, 11 * gib)]
+        me["ksmd_cpu_s"] = 61.0
+        me["tail_cpu_by_phase"] = {"maintain": [7.0, 55.0]}  # 12.7% of a core
+        v = verdicts(res)
+        self.assertEqual(v["S6 time to 90% of aggressive's savings <= 1.25x aggressive's"], "PASS")  # 35 s
+        self.assertEqual(v["S6 ksmd CPU over merge + 60 s tail <= 0.6x aggressive's"], "FAIL")
+        self.assertEqual(v["S6 in maintenance within CpuBudget= by the tail's end"], "FAIL")
+        me.update(final_phase="decay", tail_cpu_by_phase={"maintain": [1.0, 20.0], "decay": [10.0, 40.0]})
+        self.assertEqual(verdicts(res)["S6 in maintenance within CpuBudget= by the tail's end"], "FAIL")
+        # never reaching 90% is slower than anything
+        me["sharing_series"] = [(10.0, 0), (60.0, 10 * gib)]
+        self.assertEqual(verdicts(res)["S6 time to 90% of aggressive's savings <= 1.25x aggressive's"], "FAIL")
+
+    def test_scaling_table(self):
+        def sized(scn_gib, merge_s, cpu_s, **extra):
+            return run(merge_s, cpu_s, mergeable_bytes=scn_gib * (1 << 30), **extra)
+        res = {"S4": {"aggressive": [sized(1.5, 2.0, 20.0)],
+                      "ksmtuned2": [sized(1.5, 3.0, 3.0, daemon_stat_cpu_s=0.2, daemon_cpu_pct=0.5,
+                                          daemon_rss_mib=6.0, daemon_hwm_mib=7.0)]},
+               "S6": {"aggressive": [sized(16, 30.0, 100.0)],
+                      "ksmtuned2": [sized(16, 40.0, 32.0, daemon_stat_cpu_s=0.8, daemon_cpu_pct=0.7,
+                                          daemon_rss_mib=9.0, daemon_hwm_mib=10.0)]}}
+        out = io.StringIO()
+        bench.print_scaling(res, out)
+        text = out.getvalue()
+        self.assertIn("== scaling, S4 (1.5 GiB) to S6 (16 GiB)", text)
+        # ksmd s/GiB: 3.0/1.5 = 2.00 -> 32/16 = 2.00; merge 40/3 = 13.33x
+        self.assertIn("growth S6/S4, ksmtuned2: GiB 10.67x, merge s 13.33x, ksmd cpu s 10.67x, ksmd s/GiB 1.00x", text)
+        self.assertIn("daemon cpu s 4.00x", text)
+        out = io.StringIO()
+        bench.print_scaling({"S4": res["S4"]}, out)
+        self.assertEqual(out.getvalue(), "")  # one scenario alone scales nothing
+
+    def test_memory_check(self):
+        scn = dict(bench.SCENARIOS["S6"])
+        self.assertEqual(bench.scenario_bytes(scn), 16 * (1 << 30))
+        scn["reserve_bytes"] = 1 << 60  # more than any machine has
+        with self.assertRaises(bench.Skipped) as e:
+            bench.check_memory(scn, bench.scenario_bytes(scn), "S6 aggressive")
+        self.assertIn("MemAvailable", str(e.exception))
+        bench.check_memory(bench.SCENARIOS["S4"], 1 << 60, "S4")  # no reserve: not checked
+
     def test_table_and_ratios_print(self):
         res = {"S1": {"aggressive": [run(0.15, 10.0), run(0.17, 11.0)], "ksmtuned": [run(None, 0.0, tail=None)],
                       "ksmtuned2": [run(0.9, 1.2)]}}
