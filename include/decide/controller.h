@@ -29,8 +29,9 @@
  *             row the burst ends ("backing off") and the controller goes to
  *   maintain  one full scan per MaintenanceScanTime (shorter under memory
  *             pressure), never above the CPU budget;
- *   idle      IdleAfter without new sharing: the slowest rate, or run=0
- *             (IdleMode=stop), which keeps merged pages merged.
+ *   idle      IdleAfter without new sharing, and two full scans ended in
+ *             maintenance: the slowest rate, or run=0 (IdleMode=stop),
+ *             which keeps merged pages merged.
  *
  * Rate limits: a rate is turned into pages_to_scan/sleep_millisecs from the
  * measured ksmd CPU per page; the knobs change only when the rate moves by
@@ -72,6 +73,7 @@ typedef struct Exclusion {
 typedef struct Controller {
         TuneMode mode;
         uint64_t mode_since_usec;
+        uint64_t mode_full_scans;       /* full_scans when the mode began (UINT64_MAX before the first model) */
         double rate_pages_per_sec;      /* what the knobs aim at */
         bool have_knobs;
         uint64_t knob_step;             /* scans_without_gain when the knobs were last set */

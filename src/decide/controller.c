@@ -85,6 +85,7 @@ void controller_init(Controller *c, const TuningConfig *cfg, uint64_t now_usec) 
                 .mode_since_usec = now_usec,
                 .allowance_nsec = (double) cfg->burst_allowance_usec * NSEC_PER_USEC,
                 .run = true,
+                .mode_full_scans = UINT64_MAX, /* set from the first model */
         };
         char t[32];
         snprintf(c->reason, sizeof c->reason, "a full scan every %s until new mergeable memory appears",
@@ -152,12 +153,35 @@ static double idle_rate(const TuningConfig *cfg) {
         return (double) cfg->min_pages_to_scan * 1000.0 / (double) MAX(cfg->max_sleep_ms, UINT64_C(1));
 }
 
-static void set_mode(Controller *c, TuneMode mode, uint64_t now) {
+static void set_mode(Controller *c, const Model *m, TuneMode mode, uint64_t now) {
         if ((c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY) && mode == TUNE_MODE_MAINTAIN)
                 c->backoff_usec = now;
         c->mode = mode;
         c->mode_since_usec = now;
+        c->mode_full_scans = m->full_scans;
         c->throttled = false;
+}
+
+/* How long one full scan takes at the maintenance rate: MaintenanceScanTime=,
+ * or longer where the budget caps the rate (a host whose memory ksmd cannot
+ * scan that often within CpuBudget=). */
+static uint64_t maintenance_scan_usec(const Model *m, double m_rate) {
+        return m_rate > 0 ? (uint64_t) ((double) m->rmap_items / m_rate * USEC_PER_SEC) : 0;
+}
+
+/* "every 2min", or "every 22min (CpuBudget= 10% caps MaintenanceScanTime=2min)". */
+static const char *fmt_maintenance(char *buf, size_t n, const Model *m, const TuningConfig *cfg, double m_rate,
+                                   double budget) {
+        char a[32], b[32];
+        uint64_t scan = maintenance_scan_usec(m, m_rate);
+        /* the rate's floor (MinPagesToScan/MaxSleepMSec) makes small sets faster: that is no cap */
+        if (scan <= cfg->maintenance_scan_time_usec * 21 / 20)
+                snprintf(buf, n, "every %s", format_timespan(a, sizeof a, cfg->maintenance_scan_time_usec));
+        else
+                snprintf(buf, n, "every %s (CpuBudget= %.3g%% caps MaintenanceScanTime=%s)",
+                         format_timespan(a, sizeof a, scan), budget * 100.0,
+                         format_timespan(b, sizeof b, cfg->maintenance_scan_time_usec));
+        return buf;
 }
 
 /* ksmd's CPU share while bursting: BurstCpu, halved by each full scan
@@ -358,9 +382,12 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         double rate, m_rate = maintenance_rate(m, cfg, need, cpu);
         uint64_t new_pages = m->new_mergeable_total - c->seen_new_mergeable;
         bool entered = m->entered_count != c->seen_entered;
-        char a[32], b[32], t[32], e[32];
+        char a[32], b[32], e[32], mt[96];
         TuneMode before = c->mode;
         int r;
+
+        if (c->mode_full_scans == UINT64_MAX)
+                c->mode_full_scans = m->full_scans; /* the first model seen: the start of maintenance */
 
         account_allowance(c, m, cfg, budget);
         c->decided_usec = now;
@@ -406,14 +433,14 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 if (c->mode == TUNE_MODE_DECAY)
                         c->mode = TUNE_MODE_BURST;
                 else if (c->mode != TUNE_MODE_BURST)
-                        set_mode(c, TUNE_MODE_BURST, now);
+                        set_mode(c, m, TUNE_MODE_BURST, now);
         } else if ((c->mode == TUNE_MODE_MAINTAIN || c->mode == TUNE_MODE_IDLE) && m->scans_without_gain == 0 &&
                    m->last_gain_usec > c->mode_since_usec && m->last_scan_gain_pages >= (int64_t) m->min_gain_pages &&
                    now - c->backoff_usec >= REBURST_COOLDOWN_USEC) {
                 because(c, d, 0, "burst", "a %s scan found %s of new sharing",
                         c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",
                         fmt_pages(a, sizeof a, m, (uint64_t) m->last_scan_gain_pages));
-                set_mode(c, TUNE_MODE_BURST, now);
+                set_mode(c, m, TUNE_MODE_BURST, now);
         } else if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY) {
                 bool empty = m->rmap_items == 0 && now - c->mode_since_usec >= EMPTY_BURST_USEC;
                 /* A settled scan (model.h) ends the burst at once, paying or
@@ -430,19 +457,19 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                         else if (settled && m->scans_without_gain < cfg->backoff_full_scans)
                                 because(c, d, 0, "backing off",
                                         "the last full scan left %s volatile and met no new memory "
-                                        "(saving %s); maintenance: a full scan of %s every %s",
+                                        "(saving %s); maintenance: a full scan of %s %s",
                                         fmt_pages(b, sizeof b, m, m->pages_volatile),
                                         fmt_pages(e, sizeof e, m, m->pages_sharing),
                                         fmt_pages(a, sizeof a, m, m->rmap_items),
-                                        format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
+                                        fmt_maintenance(mt, sizeof mt, m, cfg, m_rate, budget));
                         else
                                 because(c, d, 0, "backing off",
                                         "%" PRIu64 " full scans without new sharing (saving %s); "
-                                        "maintenance: a full scan of %s every %s",
+                                        "maintenance: a full scan of %s %s",
                                         m->scans_without_gain, fmt_pages(b, sizeof b, m, m->pages_sharing),
                                         fmt_pages(a, sizeof a, m, m->rmap_items),
-                                        format_timespan(t, sizeof t, cfg->maintenance_scan_time_usec));
-                        set_mode(c, TUNE_MODE_MAINTAIN, now);
+                                        fmt_maintenance(mt, sizeof mt, m, cfg, m_rate, budget));
+                        set_mode(c, m, TUNE_MODE_MAINTAIN, now);
                 } else
                         /* Each full scan that finds nothing halves the rate;
                          * one that pays restores it. Neither resets the
@@ -450,12 +477,20 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                          * reason says it. */
                         set_decay_step(c, m, cfg);
         }
+        /* Idle means ksmd looked and found nothing: IdleAfter= without new
+         * sharing and, with memory to look at, two full scans ended since
+         * maintenance began (the first may have begun in the burst). A host
+         * whose full scan at the budget is longer than IdleAfter= (512 GiB:
+         * ~22 min at 10% of a core) would otherwise drop to the idle rate
+         * before its first maintenance scan ended, and at 100 pages/s never
+         * finish one. */
         if (c->mode == TUNE_MODE_MAINTAIN && cfg->idle_after_usec > 0 &&
-            now - MAX(m->last_gain_usec, c->mode_since_usec) >= cfg->idle_after_usec) {
+            now - MAX(m->last_gain_usec, c->mode_since_usec) >= cfg->idle_after_usec &&
+            (m->rmap_items == 0 || m->full_scans - c->mode_full_scans >= 2)) {
                 because(c, d, 0, "idle", "no new sharing for %s%s",
                         format_timespan(a, sizeof a, now - MAX(m->last_gain_usec, c->mode_since_usec)),
                         cfg->idle_mode == IDLE_MODE_STOP ? ", stopping ksmd (run=0 keeps merged pages)" : "");
-                set_mode(c, TUNE_MODE_IDLE, now);
+                set_mode(c, m, TUNE_MODE_IDLE, now);
         }
 
         /* --- the knobs --- */

@@ -184,9 +184,11 @@ static void test_burst_decays(void **state) {
         assert_true(planned_rate(&x) <= 150);
         assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC), 5 * SEC);
 
-        /* ten quiet minutes later: idle (slow), run stays 1 */
+        /* ten quiet minutes later, in which the maintenance scans (500
+         * pages a tick: 8192 in 16 ticks) went round several times: idle
+         * (slow), run stays 1 */
         for (int i = 0; i < 130; i++)
-                sim_step(&x, 5 * SEC, 500, 0, 0, 0, 200 * 1000);
+                sim_step(&x, 5 * SEC, 500, i % 16 == 15, 0, 0, 200 * 1000);
         assert_int_equal(x.c.mode, TUNE_MODE_IDLE);
         assert_true(decided(&x, "idle: no new sharing for"));
         assert_int_equal(x.plan.knobs.value[KSM_RUN], 1);
@@ -334,6 +336,57 @@ static void test_idle_stop(void **state) {
         sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
         assert_int_equal(x.plan.knobs.value[KSM_RUN], 1);
+}
+
+/* A host larger than the budget scans in MaintenanceScanTime= (512 GiB, 80
+ * guests: 128 Mi pages at ~1 us each take ~134 s of a core per full scan,
+ * ~22 min at CpuBudget=10%): maintenance holds the budget, says how long a
+ * scan takes, and does not go idle (100 pages/s: weeks per scan) before two
+ * full scans ended without new sharing, however long IdleAfter= has gone. */
+static void test_scan_longer_than_maintenance(void **state) {
+        Sim x;
+        const uint64_t pages = UINT64_C(128) << 20;
+        const uint64_t cost = 1000; /* ns per page */
+        sim_init(&x);
+        x.s.mem = (Meminfo) { .mem_total_kib = UINT64_C(768) << 20, .mem_available_kib = UINT64_C(600) << 20,
+                              .has_mem_available = true };
+        /* the guests enter KSM; ksmd meets all of their memory */
+        model_note_ksm_enter(&x.m, x.s.time_usec + 10 * MS, 4242, "qemu-system-x86");
+        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        x.c.allowance_nsec = 0; /* spent on the merge */
+        for (int i = 0; i < 4; i++)
+                sim_step(&x, 250 * MS, 250000, 0, (int64_t) (pages / 8), (int64_t) (pages / 4), 250 * 1000 * 1000);
+        /* two full scans without gain: maintenance, at the budget, not at
+         * the rate MaintenanceScanTime= asks (112% of a core) */
+        sim_step(&x, 250 * MS, 250000, 1, 0, 0, 250 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 250000, 1, 0, 0, 250 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 250000, 1, 0, 0, 250 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        assert_true(decided(&x, "maintenance: a full scan of 512.0 GiB every 1342s (CpuBudget= 10% caps "
+                                "MaintenanceScanTime=2min)"));
+        for (int i = 0; i < 3; i++)
+                sim_step(&x, 5 * SEC, 500000, 0, 0, 0, 5 * SEC * 1000 / 10);
+        double share = planned_rate(&x) * (double) cost / 1e9;
+        assert_true(share > 0.09 && share <= 0.101);
+        /* IdleAfter=10min passes during the first maintenance scan: no idle */
+        uint64_t per_tick = (uint64_t) (planned_rate(&x) * 5);
+        uint64_t scanned = 0;
+        unsigned scans = 0;
+        for (int i = 0; i < 12 * 60 && scans < 2; i++) {
+                scanned += per_tick;
+                unsigned ended = scanned >= pages;
+                if (ended)
+                        scanned -= pages;
+                scans += ended;
+                sim_step(&x, 5 * SEC, per_tick, ended, 0, 0, per_tick * cost);
+                if (scans < 2)
+                        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        }
+        /* ~44 min: the second full scan without new sharing ended: now idle */
+        assert_int_equal(scans, 2);
+        assert_int_equal(x.c.mode, TUNE_MODE_IDLE);
+        assert_true(decided(&x, "idle: no new sharing for 4"));
 }
 
 static void test_no_flapping_under_noise(void **state) {
@@ -744,6 +797,7 @@ int main(void) {
                 cmocka_unit_test(test_recorded_s4_settles),
                 cmocka_unit_test(test_arrivals_hold_the_burst),
                 cmocka_unit_test(test_idle_stop),
+                cmocka_unit_test(test_scan_longer_than_maintenance),
                 cmocka_unit_test(test_no_flapping_under_noise),
                 cmocka_unit_test(test_burst_ignores_cost_noise),
                 cmocka_unit_test(test_bounds_and_budget),
