@@ -610,8 +610,9 @@ Comm=ksm-workload
 [Merge]
 Mode=auto
 Method=any
-MinAge=1h
 """
+# --policy-min-age: MinAge= appended to BENCH_POLICY ("" for none).
+POLICY_MIN_AGE = "1h"
 
 
 class Ksmtuned2(Peer):
@@ -642,7 +643,7 @@ class Ksmtuned2(Peer):
         os.makedirs(f"{self.dir}/run")
         os.makedirs(f"{self.dir}/policy.d")
         with open(f"{self.dir}/policy.d/50-bench.policy", "w") as f:
-            f.write(BENCH_POLICY)
+            f.write(BENCH_POLICY + (f"MinAge={POLICY_MIN_AGE}\n" if POLICY_MIN_AGE else ""))
         conf = f"{self.dir}/ksmtuned2.conf"
         with open(conf, "w") as f:
             f.write("[Daemon]\n")
@@ -1498,6 +1499,7 @@ def report(path, out):
 
 
 def main():
+    global POLICY_MIN_AGE
     ap = argparse.ArgumentParser(description="ksmtuned2 against its peers on this machine's real KSM.")
     ap.add_argument("--quick", action="store_true",
                     help="1 repeat, S1+S2+S5, 5 s tail, 60 s timeout, 3 s contender reference, without classic ksmtuned")
@@ -1527,6 +1529,9 @@ def main():
     ap.add_argument("--output", default=None, help="directory for results.json and daemon logs")
     ap.add_argument("--churn-threads", type=int, default=CHURN_THREADS,
                     help="churn threads of the S2/S3 contender (default 1; see CHURN_THREADS)")
+    ap.add_argument("--policy-min-age", default=POLICY_MIN_AGE,
+                    help="MinAge= of the daemon's bench policy (default 1h: it never switches merging on for a "
+                         "workload; \"\" for none)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target fails (default: report only)")
     ap.add_argument("--report", metavar="RESULTS_JSON", help="print the tables of an earlier run and exit")
     args = ap.parse_args()
@@ -1535,6 +1540,7 @@ def main():
         return 0
 
     set_churn_threads(args.churn_threads)
+    POLICY_MIN_AGE = args.policy_min_age
     quick = args.quick
     scenarios = (args.scenarios or ("S1,S2,S5" if quick else "S1,S2,S3,S4,S5")).split(",")
     peer_names = (args.peers or ("off,defaults,aggressive,advisor,ksmtuned2" if quick else
