@@ -376,6 +376,15 @@ def daemon_phase(metrics_path):
     return None
 
 
+def cpu_at(cpu_series, t):
+    """ksmd CPU-seconds of the (t, cpu_s, phase) series at the first sample
+    at or after t (0.5 s steps), the last one if none."""
+    for ts, c, _ in cpu_series:
+        if ts >= t:
+            return c
+    return cpu_series[-1][1] if cpu_series else None
+
+
 def cpu_by_phase(cpu_series, t_from=0.0):
     """{phase: [ksmd CPU-seconds, seconds]} from a (t, cpu_s, phase) series,
     each interval counted for the phase seen at its start, from t_from on
@@ -1101,6 +1110,9 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             "cpu_by_phase": cpu_by_phase(sampler.cpu_series),
             "tail_cpu_by_phase": cpu_by_phase(sampler.cpu_series, t_tail - t_start) if t_end - t_tail > 1 else None,
             "final_phase": sampler.cpu_series[-1][2] if sampler.cpu_series else None,
+            # what the merge itself cost, against what came after it
+            "ksmd_cpu_to_merge_s": cpu_at(sampler.cpu_series, t_ready - t_start + merge_s) if merge_s is not None
+            else None,
         })
         if hasattr(peer, "cpu_budget_pct"):
             result["cpu_budget_pct"] = peer.cpu_budget_pct()
@@ -1234,6 +1246,9 @@ def print_table(scn_name, by_peer, timeout, out):
             print(f"  savings over time, {peer} (MiB saved at t): {' '.join(pts)}", file=out)
     for peer, runs in by_peer.items():
         for r in runs:
+            if r.get("ksmd_cpu_to_merge_s") is not None:
+                print(f"  ksmd CPU until merged, {peer} (run {r['repeat']}): {r['ksmd_cpu_to_merge_s']:.2f} s of "
+                      f"{r['ksmd_cpu_s']:.2f} s", file=out)
             if r.get("cpu_by_phase") and any(ph != "-" for ph in r["cpu_by_phase"]):
                 print(f"  ksmd CPU by {peer} phase (run {r['repeat']}): {fmt_phases(r['cpu_by_phase'])}; "
                       f"in the tail: {fmt_phases(r.get('tail_cpu_by_phase'))}", file=out)
