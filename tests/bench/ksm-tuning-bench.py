@@ -620,7 +620,12 @@ Comm=ksm-workload
 Mode=auto
 Method=any
 """
-# --policy-min-age: MinAge= appended to BENCH_POLICY ("" for none).
+# --policy-min-age: MinAge= appended to BENCH_POLICY ("" for none). Still
+# 1h although exclusions stick now (Process.excluded): tried without it
+# (issue 14, 6.18), the S2 contender's exclusion held, but the daemon's
+# verdict "merge" switched on every workload's whole mm (method inject,
+# PR_SET_MEMORY_MERGE), so S4's six fleet processes merged 6 pages beyond
+# their regions (294918 of 294912) and the run was refused for its shape.
 POLICY_MIN_AGE = "1h"
 
 
