@@ -77,6 +77,7 @@ typedef struct Controller {
         double rate_pages_per_sec;      /* what the knobs aim at */
         bool have_knobs;
         uint64_t knob_step;             /* scans_without_gain when the knobs were last set */
+        bool knob_throttled;            /* throttled when the knobs were last set */
         uint64_t pages_to_scan, sleep_ms;
         bool run;
         uint64_t last_change_usec;

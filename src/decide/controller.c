@@ -536,7 +536,13 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
 
         /* --- hysteresis and rate limits --- */
         bool change = !c->have_knobs || c->mode != before || holding != c->held ||
-                      (bursting && m->scans_without_gain != c->knob_step);
+                      (bursting && m->scans_without_gain != c->knob_step) ||
+                      /* throttled or released: the knobs were not set for
+                       * this rate. Seen in S6 (16 GiB): released with the
+                       * budget's sleep at MinSleepMSec, the burst's equal
+                       * sleep counted as "frozen" and ksmd stayed at the
+                       * budget for minutes with the allowance refilled. */
+                      (bursting && c->throttled != c->knob_throttled);
         if (c->held && !holding && bursting && !c->throttled) {
                 c->reason_pid = 0;
                 snprintf(c->reason, sizeof c->reason, "the arrivals paused: scanning at %.3g%% of a core",
@@ -563,6 +569,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 c->last_change_usec = now;
                 c->have_knobs = true;
                 c->knob_step = m->scans_without_gain;
+                c->knob_throttled = c->throttled;
         }
         c->run = !(c->mode == TUNE_MODE_IDLE && cfg->idle_mode == IDLE_MODE_STOP);
 

@@ -389,6 +389,37 @@ static void test_scan_longer_than_maintenance(void **state) {
         assert_true(decided(&x, "idle: no new sharing for 4"));
 }
 
+/* A throttled burst whose allowance refilled bursts again at once, even
+ * when nothing else changed (same mode, same barren-scan step): the burst's
+ * knobs must not count as "frozen" against the throttled ones. Seen in S6
+ * (16 GiB): ksmd stayed at the budget for two minutes with the allowance
+ * back above 3 s. */
+static void test_throttle_release_restores_burst(void **state) {
+        Sim x;
+        sim_init(&x);
+        model_note_ksm_enter(&x.m, x.s.time_usec + 10 * MS, 77, "guest");
+        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
+        sim_step(&x, 250 * MS, 60000, 0, 0, 60000, 240 * 1000 * 1000);
+        /* spent: the budget's knobs */
+        x.c.allowance_nsec = -1e6;
+        sim_step(&x, 250 * MS, 60000, 0, 0, 0, 240 * 1000 * 1000);
+        assert_true(x.c.throttled);
+        assert_true(decided(&x, "burst throttled: allowance of 30s ksmd CPU spent"));
+        assert_true(x.last_pages < x.cfg.max_pages_to_scan);
+        double share = planned_rate(&x) * model_cpu_nsec_per_page(&x.m) / 1e9;
+        assert_true(share < 0.12);
+        /* refilled (the budget's share cost less than the budget): burst */
+        x.c.allowance_nsec = 3e9;
+        sim_step(&x, 250 * MS, 6000, 0, 0, 0, 24 * 1000 * 1000);
+        assert_false(x.c.throttled);
+        assert_string_equal(x.c.reason, "the allowance refilled to 3s: bursting again");
+        assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
+        share = planned_rate(&x) * model_cpu_nsec_per_page(&x.m) / 1e9;
+        assert_true(share > 0.9);
+}
+
 static void test_no_flapping_under_noise(void **state) {
         Sim x;
         sim_init(&x);
@@ -798,6 +829,7 @@ int main(void) {
                 cmocka_unit_test(test_arrivals_hold_the_burst),
                 cmocka_unit_test(test_idle_stop),
                 cmocka_unit_test(test_scan_longer_than_maintenance),
+                cmocka_unit_test(test_throttle_release_restores_burst),
                 cmocka_unit_test(test_no_flapping_under_noise),
                 cmocka_unit_test(test_burst_ignores_cost_noise),
                 cmocka_unit_test(test_bounds_and_budget),
