@@ -522,7 +522,7 @@ int manager_startup(Manager *m) {
          * where the sandbox drops it, and on the real tree (a test tree has
          * no process to inject into). */
         if (m->config.sandbox && !sandbox_running_on_valgrind() && isempty(m->root->prefix)) {
-                r = injector_client_spawn(NULL, &m->injector);
+                r = injector_client_spawn(NULL, m->config_explicit ? m->config_path : NULL, &m->injector);
                 if (r < 0)
                         log_warning_errno(r, "Cannot start the injector process, keeping CAP_SYS_PTRACE in the "
                                              "daemon: %m");
