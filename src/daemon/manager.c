@@ -92,13 +92,12 @@ const ProcessTable *manager_processes(const Manager *m) {
         return m->discovery ? discovery_processes(m->discovery) : NULL;
 }
 
-static bool process_owner(const void *userdata, int pid, uid_t *ret_uid, uid_t *ret_euid) {
+static bool process_owner(const void *userdata, int pid, ProcessOwner *ret) {
         const ProcessTable *t = manager_processes(userdata);
         const Process *p = t ? process_table_get(t, pid) : NULL;
         if (!p)
                 return false;
-        *ret_uid = p->uid;
-        *ret_euid = p->euid;
+        *ret = process_owner_of(p);
         return true;
 }
 

@@ -8,6 +8,7 @@
  *   trust-target --io-uring
  *   trust-target --sibling-exec
  *   trust-target --sibling-exec-other
+ *   trust-target --keep-saved-root UID GID
  *
  * Each prints "ready PID 0x1" and answers lines on stdin until EOF:
  * "ping" -> "pong"; "report" -> a mode's figures. --exec answers "exec"
@@ -33,9 +34,15 @@
  * without address-space randomisation (re-exec'd with ADDR_NO_RANDOMIZE,
  * which the new image inherits), so the new image's stack covers the
  * addresses the old main thread's stack had: a write meant for the old
- * image would land in the new one's memory, where the test can see it. */
+ * image would land in the new one's memory, where the test can see it.
+ * --keep-saved-root, started as root, drops to UID and GID as a daemon
+ * that keeps a way back does (setresuid(UID, UID, 0): root stays its saved
+ * uid) and makes itself dumpable again (the uid change cleared it): its
+ * real and effective uid are UID's, but the kernel shows its ksm_stat to
+ * root only (tests/bus/test-bus-visibility.sh). */
 
 #include <errno.h>
+#include <grp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -205,6 +212,15 @@ int main(int argc, char **argv) {
                 without_aslr(argv);
         if (strcmp(mode, "--undumpable") == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 return 1;
+        if (strcmp(mode, "--keep-saved-root") == 0) {
+                uid_t u = argc > 3 ? (uid_t) strtoul(argv[2], NULL, 10) : 0;
+                gid_t g = argc > 3 ? (gid_t) strtoul(argv[3], NULL, 10) : 0;
+                if (u == 0 || setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 || setresuid(u, u, 0) < 0 ||
+                    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) {
+                        perror("--keep-saved-root");
+                        return 1;
+                }
+        }
         printf("ready %d 0x1\n", getpid());
         fflush(stdout);
 
