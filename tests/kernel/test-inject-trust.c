@@ -30,6 +30,8 @@
 #include <cmocka.h>
 
 #include "inject.h"
+#include "merge.h"
+#include "probe.h"
 #include "process-read.h"
 #include "procfs.h"
 #include "root.h"
@@ -40,6 +42,7 @@
 #define NOBODY 65534
 
 static Root *root;
+static Probe probe;
 static pid_t children[16];
 static size_t n_children;
 
@@ -295,6 +298,30 @@ static void test_setuid_refused(void **state) {
         /* A policy that says so explicitly may. */
         o.allow_privileged = true;
         assert_int_equal(inject_getppid(pid, &o, &s), 0);
+        assert_untouched(pid);
+
+        /* Nor does another method switch merging on for it (before any
+         * method is tried: on a kernel without process_ksm or remote
+         * MADV_MERGEABLE too), unless the policy says InjectPrivileged=yes. */
+        MergeContext c = { .root = root, .probe = &probe };
+        for (MergeMethod m = MERGE_METHOD_ANY; m <= MERGE_METHOD_INJECT; m++) {
+                ProcessAction a = { .pid = pid, .start_time_ticks = stat_of(pid).start_time_ticks,
+                                    .action = MERGE_ACTION_ENABLE, .method = m };
+                MergeOutcome out;
+                assert_int_equal(merge_apply_one(&c, &a, &out), 0);
+                fprintf(stderr, "pid %d enable/%s -> %s: %s\n", pid, merge_method_to_string(m),
+                        merge_outcome_kind_to_string(out.kind), out.text);
+                assert_int_equal(out.kind, MERGE_OUTCOME_REFUSED);
+                assert_int_equal(out.error, EPERM);
+                assert_non_null(strstr(out.text, "is setuid or setgid"));
+                assert_non_null(strstr(out.text, "InjectPrivileged=no"));
+                /* Allowed: as far as a dry run goes (nothing merged: no KSM lock here). */
+                a.inject_privileged = true;
+                c.dry_run = true;
+                assert_int_equal(merge_apply_one(&c, &a, &out), 0);
+                c.dry_run = false;
+                assert_true(out.kind == MERGE_OUTCOME_DRY_RUN || out.kind == MERGE_OUTCOME_UNSUPPORTED);
+        }
         assert_untouched(pid);
 
         stop_child(pid);
@@ -708,7 +735,7 @@ int main(void) {
                 fprintf(stderr, "SKIP: injection needs x86-64\n");
                 return 77;
         }
-        if (root_open(NULL, &root) < 0)
+        if (root_open(NULL, &root) < 0 || probe_run(root, &probe) < 0)
                 return 1;
         int r = cmocka_run_group_tests(tests, NULL, NULL);
         kill_children();
