@@ -1073,7 +1073,10 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                 if (r == -EFAULT)
                         r = refuse(s, r, "its stack pointer is not on a thread stack with room below it "
                                           "(sigaltstack or coroutine stack?)");
+                else if (r == -ESRCH && pidfd_alive(pidfd) < 0)
+                        r = refuse(s, r, "exited before the first write; nothing written");
                 else if (r == -ESRCH)
+                        /* The process lives on, our thread does not: an exec. */
                         r = refuse(s, r, "thread %d is no tracee of ours any more (an exec in pid %d ended it "
                                           "after the checks); nothing written", j->tid, j->pid);
         }
