@@ -698,6 +698,20 @@ static void test_shipped_policies(void **state) {
                           .cgroup = "user.slice/user-1000.slice/session-1.scope", .rss_anon_kib = 1 << 20 };
         classify_process(&s, &ctx, &agent, &v);
         assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        /* by name alone (no Exe= of it was ever needed) and renamed (by exe alone):
+         * one [Match] holding both keys would need both to hold */
+        Process db = { .pid = 13, .comm = "redis-server", .exe = "/opt/redis/redis-7.2",
+                       .cgroup = "machine.slice/machine-qemu\\x2d2\\x2ddb.scope/libvirt/emulator",
+                       .rss_anon_kib = 1 << 22, .cmdline_read = true };
+        classify_process(&s, &ctx, &db, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        assert_non_null(strstr(v.policy_file, "10-secrets.policy"));
+        Process renamed = { .pid = 14, .comm = "agent", .exe = "/usr/bin/ssh-agent",
+                            .cgroup = "machine.slice/machine-qemu\\x2d3\\x2dvm.scope/libvirt/emulator",
+                            .rss_anon_kib = 1 << 22, .cmdline_read = true };
+        classify_process(&s, &ctx, &renamed, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        assert_non_null(strstr(v.policy_file, "10-secrets-exe.policy"));
         Process vm = { .pid = 11, .comm = "qemu-system-x86", .exe = "/usr/bin/qemu-system-x86_64",
                        .cgroup = "machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator",
                        .rss_anon_kib = 1 << 22 };
