@@ -568,6 +568,7 @@ class Ksmtuned2(Peer):
     alone. Extra configuration (e.g. controller keys being tuned) is
     appended from --ksmtuned2-conf."""
     name = "ksmtuned2"
+    scenarios = Peer.scenarios + ("Q2",)
     own_conf = ""
 
     def __init__(self, binary, extra_conf, extra_args, outdir):
@@ -1082,12 +1083,15 @@ def kill_with_parent():
     libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
 
 
-def proc_cpu_s(pid):
-    """utime + stime of the whole process, exited threads included (the
-    schedstat sum over /proc/PID/task would lose QEMU's short-lived threads)."""
+def proc_cpu(pid):
+    """(utime, stime, minor faults) of the whole process, exited threads
+    included (the schedstat sum over /proc/PID/task would lose QEMU's
+    short-lived threads); the faults count the guest's copy-on-write breaks
+    of pages ksmd merged or write-protected."""
     st = read_str(f"/proc/{pid}/stat")
     f = st[st.rfind(")") + 2:].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(f[11]) / hz, int(f[12]) / hz, int(f[7])
 
 
 def ksm_stat(pid):
@@ -1208,7 +1212,8 @@ class Tenant:
         except FileNotFoundError:
             text = b""
         if TENANT_MARKER in text:
-            self.cpu_at_ready = proc_cpu_s(self.pid)
+            self.utime, self.stime, self.minflt = proc_cpu(self.pid)
+            self.cpu_at_ready = self.utime + self.stime
             self.ready_at = time.monotonic()
             return True
         if b"ksmt2-tenant-failed" in text or b"Kernel panic" in text:
@@ -1346,6 +1351,7 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
             guests_out[name] = {
                 "pid": t.pid, "late": t in late,
                 "boot_s": t.ready_at - t.t_started, "cpu_to_marker_s": t.cpu_at_ready,
+                "utime_s": t.utime, "stime_s": t.stime, "minflt": t.minflt,
                 "merging_pages": int(st.get("ksm_merging_pages", 0)), "rmap_items": int(st.get("ksm_rmap_items", 0)),
                 "mergeable": st.get("ksm_mergeable"), "merge_any": st.get("ksm_merge_any")}
         window = t_end - t0
@@ -1363,6 +1369,8 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
             "guests": guests_out,
             "late_guest_cpu_s": sum(g["cpu_to_marker_s"] for g in guests_out.values() if g["late"]),
             "late_guest_boot_s": max(g["boot_s"] for g in guests_out.values() if g["late"]),
+            "late_guest_stime_s": sum(g["stime_s"] for g in guests_out.values() if g["late"]),
+            "late_guest_kflt": sum(g["minflt"] for g in guests_out.values() if g["late"]) / 1000,
         })
         result["cpu_per_gib"] = cpu_s / (result["saved_bytes"] / GIB) if result["saved_bytes"] > 0 else None
         if churner:
@@ -1462,6 +1470,8 @@ COLUMNS = [
     ("t90 s", lambda r: r.get("t90_s"), "{:.1f}"),
     ("late boot s", lambda r: r.get("late_guest_boot_s"), "{:.1f}"),
     ("guest cpu s", lambda r: r.get("late_guest_cpu_s"), "{:.2f}"),
+    ("guest sys s", lambda r: r.get("late_guest_stime_s"), "{:.2f}"),
+    ("guest kflt", lambda r: r.get("late_guest_kflt"), "{:.0f}"),
 ]
 
 
@@ -1813,7 +1823,7 @@ def main():
         elif n == "defaults":
             peers.append(Fixed("defaults", 100, 20, Peer.scenarios + ("Q2",)))
         elif n == "aggressive":
-            peers.append(Fixed("aggressive", 100000, 0))
+            peers.append(Fixed("aggressive", 100000, 0, Peer.scenarios + ("Q2",)))
         elif n == "advisor":
             peers.append(Advisor())
         elif n == "ksmtuned":
