@@ -1454,12 +1454,12 @@ def annotate_tenants(by_peer):
     has run. The guests' own merged pages, not the global pages_sharing:
     another mergeable process on the shared host would count in that."""
     ag = by_peer.get("aggressive")
-    if not ag:
+    if not ag or med([r.get("merged_bytes") for r in ag]) is None:
         return None
-    goal = 0.9 * med([r["merged_bytes"] for r in ag]) / PAGE
+    goal = 0.9 * med([r.get("merged_bytes") for r in ag]) / PAGE
     for runs in by_peer.values():
         for r in runs:
-            hit = [t for t, s in r["merging_series"] if s >= goal]
+            hit = [t for t, s in r.get("merging_series", []) if s >= goal]
             r["t90_s"] = hit[0] if hit else None
     return goal
 
@@ -1539,7 +1539,7 @@ def print_table(scn_name, by_peer, timeout, out):
     print(f"\n== {scenario_title(scn_name)}", file=out)
     tenants = SCENARIOS[base_scenario(scn_name)].get("tenants")
     if tenants:
-        goal = annotate_tenants(by_peer)
+        goal = annotate_tenants(by_peer) if base_scenario(scn_name) == "Q1" else None
         if goal:
             print(f"  (merged MiB: the guests' summed ksm_merging_pages at the window's end; t90: from the peer's "
                   f"start to 90% of aggressive's, {goal * PAGE / (1 << 20):.0f} MiB)", file=out)
