@@ -1282,8 +1282,8 @@ class MergingSeries(threading.Thread):
 
 
 class LogWatch(threading.Thread):
-    """Tails the daemon's log for the first line holding each pattern, and
-    when it was seen."""
+    """Tails the daemon's log for the first line matching each regular
+    expression, and when it was seen."""
 
     def __init__(self, path, patterns):
         super().__init__(daemon=True)
@@ -1307,7 +1307,7 @@ class LogWatch(threading.Thread):
             pos += nl + 1
             for line in chunk[:nl].decode(errors="replace").splitlines():
                 for key, pat in self.patterns.items():
-                    if key not in self.seen and pat in line:
+                    if key not in self.seen and re.search(pat, line):
                         self.seen[key] = (time.monotonic(), line.strip()[:300])
 
     def stop(self):
@@ -1371,7 +1371,12 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
         merging.pids = [t.pid for t in tenants.values()]
         if logpath and churner:
             pid = tenants["contended"].pid
-            watch = LogWatch(logpath, {"excluded": f"excluding pid {pid} ", "readmitted": f"readmitting pid {pid} "})
+            # The decision lines, and the actuator's word on each: an
+            # exclusion the kernel did not carry out, a readmission not done.
+            watch = LogWatch(logpath, {"excluded": rf"excluding pid {pid} ",
+                                       "exclusion failed": rf"pid {pid}: disable merging .*(failed|not done)",
+                                       "readmitted": rf"readmitting pid {pid} ",
+                                       "readmission failed": rf"pid {pid}: readmitting .*(failed|not done)"})
             watch.start()
         wait_tenants_ready(late, args.tenant_boot_timeout)
         if base == "Q1":
@@ -1743,9 +1748,11 @@ def tenant_targets(results):
         verdict(f"Q1 mem-merge=off guest unmerged and untouched ({peer})", not bad, "; ".join(bad) or "ksm_stat all zero")
     if me:
         ev = [r.get("contended_events") or {} for r in me]
-        ok = all("excluded" in e and "readmitted" in e and e["readmitted"]["t_s"] > e["excluded"]["t_s"] for e in ev)
+        ok = all("excluded" in e and "readmitted" in e and e["readmitted"]["t_s"] > e["excluded"]["t_s"] and
+                 "exclusion failed" not in e and "readmission failed" not in e for e in ev)
         verdict("Q1 contended guest excluded and readmitted (ksmtuned2)", ok,
-                "; ".join(", ".join(f"{k} at {v['t_s']:.1f}s" for k, v in e.items()) or "neither" for e in ev))
+                "; ".join(", ".join(f"{k} at {v['t_s']:.1f}s" + (f" ({v['line'][-110:]})" if "failed" in k else "")
+                                    for k, v in e.items()) or "neither" for e in ev))
     q2 = results.get("Q2", {})
     de = q2.get("defaults")
     for peer, rs in q2.items():

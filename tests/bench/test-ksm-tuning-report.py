@@ -142,6 +142,10 @@ class Targets(unittest.TestCase):
         self.assertEqual(v["Q1 ksmd CPU over the window <= 2x defaults'"], "PASS")                 # 5 <= 6
         self.assertEqual(v["Q1 mem-merge=off guest unmerged and untouched (defaults)"], "PASS")
         self.assertEqual(v["Q1 contended guest excluded and readmitted (ksmtuned2)"], "PASS")
+        # an exclusion the kernel did not carry out is no exclusion
+        events["exclusion failed"] = {"t_s": 20.1, "line": "method inject failed"}
+        self.assertEqual(verdicts(res)["Q1 contended guest excluded and readmitted (ksmtuned2)"], "FAIL")
+        del events["exclusion failed"]
         # the defaults never reach 90% of aggressive's savings: no t90
         self.assertIsNone(res["Q1"]["defaults"][0]["t90_s"])
         res["Q1"]["ksmtuned2"] = [q(97000, [(0.5, 0), (8.0, 95000)], 7.0)]
