@@ -1838,7 +1838,7 @@ def main():
                     help="repeat a peer whose first run timed out (by default it is run once: each costs "
                          "the full timeout and ends the same way)")
     ap.add_argument("--ksmtuned2", default=os.environ.get("KSMTUNED2",
-                                                         os.path.join(SOURCE_ROOT, "build", "src", "ksmtuned2")))
+                                                         os.path.join(SOURCE_ROOT, "build", "src", "daemon", "ksmtuned2")))
     ap.add_argument("--ksmtuned2-conf", default=None, help="extra configuration appended to the bench config")
     ap.add_argument("--ksmtuned2-args", default="", help="extra daemon arguments, e.g. \"--log-level=debug\"")
     ap.add_argument("--workload", default=os.environ.get("KSM_WORKLOAD", os.path.join(
