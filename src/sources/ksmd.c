@@ -127,12 +127,24 @@ static void *sampler_main(void *arg) {
                 char state = 0;
                 bool ok = pread_line(s->stat_fd, stat, sizeof stat) > 0 &&
                           parse_state_from_stat(stat, &state) >= 0;
-                if (ok && s->ptrace_read) {
-                        int k = s->ptrace_read(s->ptrace_read_userdata, s->pid, 0, "wchan", wchan, sizeof wchan - 1);
-                        wchan[MAX(k, 0)] = 0;
-                        wchan[strcspn(wchan, "\n")] = 0;
-                } else if (ok && pread_line(s->wchan_fd, wchan, sizeof wchan) < 0)
-                        wchan[0] = 0;
+                /* The wait channel tells only a D sample's kind
+                 * (ksmd_classify_wait); R and S are classified by the state
+                 * alone. Read it for those only: in the sandbox each read is
+                 * a round trip to the privileged helper (ptrace_read), and
+                 * at 50 samples a second of a ksmd that runs or sleeps that
+                 * was most of the daemon's CPU beside booting TCG guests
+                 * (perf, 6.18: sendmsg/recvmsg and the context switches of
+                 * the round trip). */
+                wchan[0] = 0;
+                if (ok && state == 'D') {
+                        if (s->ptrace_read) {
+                                int k = s->ptrace_read(s->ptrace_read_userdata, s->pid, 0, "wchan", wchan,
+                                                       sizeof wchan - 1);
+                                wchan[MAX(k, 0)] = 0;
+                                wchan[strcspn(wchan, "\n")] = 0;
+                        } else if (pread_line(s->wchan_fd, wchan, sizeof wchan) < 0)
+                                wchan[0] = 0;
+                }
 
                 pthread_mutex_lock(&s->lock);
                 if (ok) {

@@ -51,6 +51,7 @@ import os
 import re
 import resource
 import select
+import shutil
 import shlex
 import signal
 import socket
@@ -472,7 +473,7 @@ class Workload:
 
 class Peer:
     name = "?"
-    scenarios = ("S1", "S2", "S3", "S4", "S5")
+    scenarios = ("S1", "S2", "S3", "S4", "S5", "Q1")
     # Peers that only give a reference figure run once unless --repeat-all:
     # their merge times are far from any target's bound, and repeating them
     # would cost more than half of a full run.
@@ -508,12 +509,11 @@ class Off(Peer):
 
 
 class Fixed(Peer):
-    scenarios = Peer.scenarios + ("S6",)
-
-    def __init__(self, name, pages, sleep_ms):
+    def __init__(self, name, pages, sleep_ms, scenarios=Peer.scenarios + ("S6",)):
         self.name = name
         self.pages = pages
         self.sleep_ms = sleep_ms
+        self.scenarios = scenarios
 
     def start(self, ctx):
         ksm_write("pages_to_scan", self.pages)
@@ -639,7 +639,8 @@ class Ksmtuned2(Peer):
     alone. Extra configuration (e.g. controller keys being tuned) is
     appended from --ksmtuned2-conf."""
     name = "ksmtuned2"
-    scenarios = Peer.scenarios + ("S6",)
+    scenarios = Peer.scenarios + ("Q2", "S6")
+    own_conf = ""
 
     def __init__(self, binary, extra_conf, extra_args, outdir):
         self.binary = binary
@@ -657,18 +658,19 @@ class Ksmtuned2(Peer):
         os.makedirs(f"{self.dir}/run")
         os.makedirs(f"{self.dir}/policy.d")
         with open(f"{self.dir}/policy.d/50-bench.policy", "w") as f:
-            f.write(BENCH_POLICY + (f"MinAge={POLICY_MIN_AGE}\n" if POLICY_MIN_AGE else ""))
+            f.write(ctx.get("policy", BENCH_POLICY + (f"MinAge={POLICY_MIN_AGE}\n" if POLICY_MIN_AGE else "")))
         conf = f"{self.dir}/ksmtuned2.conf"
         with open(conf, "w") as f:
             f.write("[Daemon]\n")
             f.write(f"RuntimeDirectory={self.dir}/run\n")
             f.write(f"PolicyDirectories={self.dir}/policy.d\n")
+            f.write(self.own_conf + ctx.get("conf", ""))
             # The controller's phase for the sampler (daemon_phase()).
-            f.write(f"[Metrics]\nTextfilePath={self.dir}/metrics.prom\n")
+            f.write(f"\n[Metrics]\nTextfilePath={self.dir}/metrics.prom\n")
             if self.extra_conf:
                 f.write("\n" + open(self.extra_conf).read())
         self.conf = conf
-        self.logpath = os.path.join(self.outdir, f"ksmtuned2-{ctx['scenario'].replace('/', '-')}-{ctx['repeat']}.log")
+        self.logpath = os.path.join(self.outdir, f"{self.name}-{ctx['scenario'].replace('/', '-')}-{ctx['repeat']}.log")
         self._spawn(ctx, "w")
 
     def restart(self, ctx):
@@ -754,6 +756,31 @@ class Ksmtuned2(Peer):
         subprocess.run(["rm", "-rf", self.dir])
 
 
+class Ksmtuned2Observe(Ksmtuned2):
+    """Q2: the daemon in Mode=observe (it samples, traces and decides, and
+    writes nothing) beside ksmd at the kernel defaults, which this peer
+    writes as the defaults peer does: the same ksmd rate as that peer, so
+    what the guests pay beyond it is the daemon's own doing. own_conf adds
+    keys that switch one of its readers off, to measure each alone."""
+    scenarios = ("Q2",)
+
+    def __init__(self, name, own_conf, *a):
+        super().__init__(*a)
+        self.name = name
+        self.own_conf = "Mode=observe\n" + own_conf
+
+    def start(self, ctx):
+        Fixed("defaults", 100, 20).start(ctx)
+        super().start(ctx)
+
+
+# Q2's daemon peers: name -> configuration after Mode=observe
+OBSERVE_PEERS = {
+    "ksmtuned2-observe": "",
+    "ksmtuned2-observe-notrace": "[Tuning]\nTracepoints=no\n",
+}
+
+
 # --------------------------------------------------------------------------- scenarios
 
 VICTIM = ["--unique", "2048", "--copies", "4"]
@@ -825,6 +852,10 @@ SCENARIOS = {
            "expected": 32 * 98304, "tail": 60.0, "timeout": 300.0,
            "peer_timeout": {"defaults": 150.0, "advisor": 150.0, "ksmtuned": 150.0},
            "reserve_bytes": 2 * GIB, "oom_first": True, "sample_period": 0.05},
+    "Q1": {"title": "Q1 QEMU tenants (5 TCG guests x 256 MiB: 3 before the peer, one mem-merge=off, one "
+                    "-sandbox on; 2 after, one churned over QMP)", "expected": None, "tenants": True},
+    "Q2": {"title": "Q2 guest cost (4 TCG guests x 256 MiB booting while the peer runs, 2 managed, 2 not)",
+           "expected": None, "tenants": True},
 }
 
 
@@ -842,7 +873,7 @@ def workload_bytes(vargs):
 
 
 def scenario_bytes(scn):
-    return sum(workload_bytes(v) for v in scn["victims"])
+    return sum(workload_bytes(v) for v in scn.get("victims", []))
 
 
 def run_timeout(args, scn, peer_name):
@@ -967,6 +998,8 @@ def combine_references(before, after):
 
 
 def run_once(args, guard, scn_name, peer, repeat, ksmd):
+    if SCENARIOS[base_scenario(scn_name)].get("tenants"):
+        return run_tenants(args, guard, scn_name, peer, repeat, ksmd)
     scn = SCENARIOS[base_scenario(scn_name)]
     variant = scenario_variant(scn_name)
     late = variant == "start-late"
@@ -1176,6 +1209,465 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
     return result
 
 
+# --------------------------------------------------------------------------- QEMU tenants (Q1, Q2)
+
+# Q1/Q2 (issue 14 item 3): real QEMU guests as the host's tenants, TCG (KVM
+# does not boot Linux on this VM), all booted from one image
+# (build-tenant-image.sh: Debian's kernel and tenant-init.c). QEMU marks guest
+# RAM MADV_MERGEABLE itself (mem-merge=on is the default): they are unmodified
+# KSM users. A guest's RAM is 256 MiB; its init fills TENANT_SHARED_MIB the
+# same in every guest and TENANT_UNIQUE_MIB of its own, prints a marker on
+# the serial console and idles (vCPU halted).
+TENANT_MIB = 256
+TENANT_SHARED_MIB = 96
+TENANT_UNIQUE_MIB = 32
+TENANT_MARKER = b"ksmt2-tenant-ready"
+TENANT_TAG = "ksmt2-bench"
+# Each guest's role in Q1: (name, started before the peer, machine, -sandbox on, QMP churner, shared MiB)
+Q1_GUESTS = [
+    ("early", True, "pc", False, False, TENANT_SHARED_MIB),
+    ("nomerge", True, "pc,mem-merge=off", False, False, TENANT_SHARED_MIB),  # must stay unmerged, untouched
+    ("sandbox", True, "pc", True, False, TENANT_SHARED_MIB),
+    ("late", False, "pc", False, False, TENANT_SHARED_MIB),
+    # excluded for contention and readmitted: a guest with little to share,
+    # its kernel's and zeroed pages only (see TENANT_CONF)
+    ("contended", False, "pc", False, True, 0),
+]
+# Q2, what the daemon costs the guests: guests that boot while the peer runs,
+# in pairs booting side by side: "boot" guests the tenant policy matches
+# (the daemon reads their ksm_stat, maps and identity, and would act on
+# them) and "ref" guests it does not (another -name: left alone), under the
+# same load at the same moment, so their ratio cancels the shared host's
+# load, which moves a TCG guest's CPU to boot by a quarter from run to run.
+Q2_GUESTS = [(f"{kind}{i}", False, "pc", False, False, TENANT_SHARED_MIB) for i in range(2) for kind in ("boot", "ref")]
+TENANT_REF_TAG = "ksmt2-unmatched"
+
+# As the shipped 50-vms.policy (Mode=auto, Method=any, MinAnonMiB=64),
+# matched by -name instead of libvirt's cgroup. No MinAge=1h as in
+# BENCH_POLICY: a guest that marks its RAM itself is left as it is anyway,
+# the mem-merge=off guest must stay untouched by the daemon's own rules
+# (issue 14 item 2), and under MinAge the controller's readmission of the
+# contended guest is refused ("its policy does not want merging yet",
+# verdict_refuses_controller), leaving it unmerged for good.
+TENANT_POLICY = f"""# the benchmark's QEMU tenants (scenarios Q1, Q2), told apart by -name
+[Match]
+Cmdline=*-name {TENANT_TAG}-*
+[Merge]
+Mode=auto
+Method=any
+MinAnonMiB=64
+"""
+# A guest excluded for contention is readmitted ReadmitAfter= after its
+# contention stopped; the default (10 min) is longer than a run. The
+# controller excludes only a process with at most ExcludeMaxMergingPages
+# merged (256 by default) once two full scans have passed since it entered
+# KSM; by then every guest of this image has its kernel's and its zeroed
+# pages (init_on_alloc) merged with its peers', ~7,400 pages (29 MiB)
+# measured on 6.18, so the cap is what an administrator of such guests
+# would set: a guest that merges less than 64 MiB may be excluded.
+TENANT_CONF = """
+[Tuning]
+ReadmitAfter=20s
+ExcludeMaxMergingPages=16384
+"""
+
+
+def tenant_image():
+    """(kernel, initrd) from build-tenant-image.sh, built once and cached."""
+    out = subprocess.run([os.path.join(HERE, "build-tenant-image.sh")], stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("build-tenant-image.sh failed (see its messages above)")
+    paths = dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
+    return paths["kernel"], paths["initrd"]
+
+
+def kill_with_parent():
+    """In a QEMU's child before exec: SIGKILL when the harness dies, even by
+    SIGKILL; a guest has nothing to restore and must never outlive the run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+
+
+def proc_cpu(pid):
+    """(utime, stime, minor faults) of the whole process, exited threads
+    included (the schedstat sum over /proc/PID/task would lose QEMU's
+    short-lived threads); the faults count the guest's copy-on-write breaks
+    of pages ksmd merged or write-protected."""
+    st = read_str(f"/proc/{pid}/stat")
+    f = st[st.rfind(")") + 2:].split()
+    hz = os.sysconf("SC_CLK_TCK")
+    return int(f[11]) / hz, int(f[12]) / hz, int(f[7])
+
+
+def ksm_stat(pid):
+    out = {}
+    for line in open(f"/proc/{pid}/ksm_stat"):
+        k, v = line.split(None, 1)
+        out[k.rstrip(":")] = v.strip()
+    return out
+
+
+class QmpChurner(threading.Thread):
+    """The host's management of a guest, as a tight loop: object-add and
+    object-del of a 2 MiB memory-backend-ram over QMP. Each pair has QEMU's
+    main thread mmap, madvise (MADV_MERGEABLE, MADV_DONTDUMP: VMA flag
+    changes) and munmap in its own mm: its mmap_lock taken for writing
+    several times, by QEMU itself, the pattern ksmd blocks on. An idle or
+    booting TCG guest takes its own mmap_lock for writing only at start-up
+    (traced on 6.18: none in 5 s of an idle guest); guest memory faults go
+    by per-VMA locks."""
+
+    def __init__(self, path, secs):
+        super().__init__(daemon=True)
+        self.path = path
+        self.secs = secs
+        self.stop_ev = threading.Event()
+        self.pairs = 0
+        self.error = None
+        self.t_start = self.t_end = None
+
+    def run(self):
+        s = None
+        try:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    s.connect(self.path)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline or self.stop_ev.wait(0.05):
+                        raise
+            s.settimeout(30)
+            f = s.makefile("rwb", buffering=0)
+
+            def call(cmd, **a):
+                f.write(json.dumps({"execute": cmd, "arguments": a} if a else {"execute": cmd}).encode() + b"\n")
+                while True:
+                    line = f.readline()
+                    if not line:
+                        raise RuntimeError("QMP connection closed")
+                    msg = json.loads(line)
+                    if "error" in msg:
+                        raise RuntimeError(f"QMP {cmd}: {msg['error']}")
+                    if "return" in msg:
+                        return msg["return"]
+
+            f.readline()  # the greeting
+            call("qmp_capabilities")
+            self.t_start = time.monotonic()
+            end = self.t_start + self.secs
+            while not self.stop_ev.is_set() and time.monotonic() < end:
+                call("object-add", **{"qom-type": "memory-backend-ram", "id": "ksmt2-churn", "size": 2 << 20})
+                call("object-del", id="ksmt2-churn")
+                self.pairs += 1
+        except (OSError, RuntimeError, ValueError) as e:
+            self.error = f"{type(e).__name__}: {e}"
+        finally:
+            self.t_end = time.monotonic()
+            if s:
+                s.close()
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join()
+
+
+class Tenant:
+    """One QEMU guest of the tenant image. Its serial console goes to a file
+    that is polled for the init's marker; the guest's CPU (utime+stime of
+    the QEMU process) is taken when the marker is seen, the guest idle from
+    then on."""
+
+    def __init__(self, guard, image, dirpath, name, seed, machine, sandbox, qmp, shared_mib):
+        self.name = name
+        self.console = os.path.join(dirpath, f"{name}.console")
+        self.qmp = os.path.join(dirpath, f"{name}.qmp") if qmp else None
+        qemu = shutil.which("qemu-system-x86_64")
+        if not qemu:
+            raise RuntimeError("qemu-system-x86_64 not installed (package qemu-system-x86)")
+        tag = TENANT_REF_TAG if name.startswith("ref") else TENANT_TAG
+        cmd = [qemu, "-name", f"{tag}-{name}", "-machine", machine, "-accel", "tcg", "-m", str(TENANT_MIB),
+               "-smp", "1", "-nodefaults", "-display", "none", "-monitor", "none",
+               "-serial", f"file:{self.console}", "-kernel", image[0], "-initrd", image[1],
+               "-append", f"console=ttyS0 quiet loglevel=3 mitigations=off tenant_shared_mib={shared_mib} "
+                          f"tenant_unique_mib={TENANT_UNIQUE_MIB} tenant_seed={seed}"]
+        if sandbox:
+            cmd += ["-sandbox", "on"]
+        if self.qmp:
+            cmd += ["-qmp", f"unix:{self.qmp},server=on,wait=off"]
+        self.errlog = os.path.join(dirpath, f"{name}.qemu.log")
+        with open(self.errlog, "w") as err:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
+                                         preexec_fn=kill_with_parent)
+        guard.track(self.proc)
+        self.guard = guard
+        self.pid = self.proc.pid
+        self.t_started = time.monotonic()
+        self.ready_at = None
+        self.cpu_at_ready = None
+
+    def poll_ready(self):
+        """True once the marker is on the console; a guest that died or
+        printed the init's failure raises."""
+        if self.ready_at is not None:
+            return True
+        try:
+            with open(self.console, "rb") as f:
+                text = f.read()
+        except FileNotFoundError:
+            text = b""
+        if TENANT_MARKER in text:
+            self.utime, self.stime, self.minflt = proc_cpu(self.pid)
+            self.cpu_at_ready = self.utime + self.stime
+            self.ready_at = time.monotonic()
+            return True
+        if b"ksmt2-tenant-failed" in text or b"Kernel panic" in text:
+            raise RuntimeError(f"guest {self.name} (pid {self.pid}) failed to boot: {self.console}")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"guest {self.name} (pid {self.pid}) exited with status {self.proc.returncode}: "
+                               f"{read_str(self.errlog)[-300:]!r}")
+        return False
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        self.guard.untrack(self.proc)
+
+
+def wait_tenants_ready(tenants, timeout):
+    """Bounded: every guest's marker, or RuntimeError naming those missing."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if all(t.poll_ready() for t in tenants):
+            return
+        if time.monotonic() > deadline:
+            missing = [f"{t.name} (pid {t.pid})" for t in tenants if t.ready_at is None]
+            raise RuntimeError(f"guests {', '.join(missing)} printed no marker within {timeout:.0f}s")
+        time.sleep(0.05)
+
+
+class MergingSeries(threading.Thread):
+    """Every 0.5 s, the guests' summed ksm_merging_pages (a counter in the
+    mm, no mmap_lock taken): their merged pages, whatever other mergeable
+    processes on the host (another engineer's test guests) do to the global
+    pages_sharing meanwhile."""
+
+    def __init__(self, t_start):
+        super().__init__(daemon=True)
+        self.t_start = t_start
+        self.pids = []
+        self.series = []
+        self.stop_ev = threading.Event()
+
+    def total(self):
+        n = 0
+        for pid in list(self.pids):
+            try:
+                n += read_int(f"/proc/{pid}/ksm_merging_pages")
+            except (OSError, ValueError):
+                pass
+        return n
+
+    def run(self):
+        while True:
+            self.series.append((round(time.monotonic() - self.t_start, 2), self.total()))
+            if self.stop_ev.wait(0.5):
+                return
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join()
+
+
+class LogWatch(threading.Thread):
+    """Tails the daemon's log for the first line matching each regular
+    expression, and when it was seen."""
+
+    def __init__(self, path, patterns):
+        super().__init__(daemon=True)
+        self.path = path
+        self.patterns = patterns
+        self.seen = {}
+        self.stop_ev = threading.Event()
+
+    def run(self):
+        pos = 0
+        while not self.stop_ev.wait(0.1):
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(pos)
+                    chunk = f.read()
+            except OSError:
+                continue
+            nl = chunk.rfind(b"\n")
+            if nl < 0:
+                continue
+            pos += nl + 1
+            for line in chunk[:nl].decode(errors="replace").splitlines():
+                for key, pat in self.patterns.items():
+                    if key not in self.seen and re.search(pat, line):
+                        self.seen[key] = (time.monotonic(), line.strip()[:300])
+
+    def stop(self):
+        self.stop_ev.set()
+        self.join()
+
+
+def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
+    """Q1: guests before and after the peer starts, one with mem-merge=off,
+    one with -sandbox on, one the host's management churns (QMP); the window
+    runs --tenant-window s from the peer's start, the savings sampled every
+    0.5 s. Q2: guests that boot while the peer runs; their CPU to the
+    marker."""
+    base = base_scenario(scn_name)
+    guests = Q1_GUESTS if base == "Q1" else Q2_GUESTS
+    result = {"scenario": scn_name, "peer": peer.name, "repeat": repeat, "loadavg_1min": os.getloadavg()[0]}
+    ctx = {"guard": guard, "scenario": scn_name, "repeat": repeat, "policy": TENANT_POLICY, "conf": TENANT_CONF}
+    image = args.tenant_image
+    tdir = tempfile.mkdtemp(prefix="ksmt2-tenants-")
+    tenants = {}
+    churner = None
+    sampler = None
+    watch = None
+    merging = None
+    try:
+        reset_ksm(guard, set(peer.own_pids()))
+
+        def start(name, seed, machine, sandbox, qmp, shared):
+            tenants[name] = Tenant(guard, image, tdir, name, seed, machine, sandbox, qmp, shared)
+            return tenants[name]
+
+        # Before the peer: booted to their marker with ksmd off, so the peer
+        # meets mergeable memory it did not see arrive.
+        for i, (name, early, machine, sandbox, qmp, shared) in enumerate(guests):
+            if early:
+                start(name, i + 1, machine, sandbox, qmp, shared)
+        if tenants:
+            wait_tenants_ready(list(tenants.values()), args.tenant_boot_timeout)
+        c0 = ksm_counters()
+        cpu0 = task_cpu_ns(ksmd)
+        wait0 = task_runq_wait_ns(ksmd)
+        t0 = time.monotonic()
+        sampler = Sampler(ksmd, [], None)
+        sampler.base_sharing = c0["pages_sharing"]
+        sampler.t_start = t0
+        peer.start(ctx)
+        daemon_pid = (peer.own_pids() or [None])[0]
+        sampler.start()
+        merging = MergingSeries(t0)
+        merging.pids = [t.pid for t in tenants.values()]
+        merging.start()
+        logpath = getattr(peer, "logpath", None) if daemon_pid else None
+        time.sleep(args.settle)
+        late = []
+        for i, (name, early, machine, sandbox, qmp, shared) in enumerate(guests):
+            if not early:
+                late.append(start(name, i + 1, machine, sandbox, qmp, shared))
+                if qmp:
+                    churner = QmpChurner(tenants[name].qmp, args.tenant_churn)
+                    churner.start()
+        merging.pids = [t.pid for t in tenants.values()]
+        if logpath and churner:
+            pid = tenants["contended"].pid
+            # The decision lines, and the actuator's word on each: an
+            # exclusion the kernel did not carry out, a readmission not done.
+            watch = LogWatch(logpath, {"excluded": rf"excluding pid {pid} ",
+                                       "exclusion failed": rf"pid {pid}: disable merging .*(failed|not done)",
+                                       "readmitted": rf"readmitting pid {pid} ",
+                                       "readmission failed": rf"pid {pid}: readmitting .*(failed|not done)"})
+            watch.start()
+        wait_tenants_ready(late, args.tenant_boot_timeout)
+        if base == "Q1":
+            while time.monotonic() < t0 + args.tenant_window:
+                peer.check_alive()
+                time.sleep(0.2)
+        t_end = time.monotonic()
+        peer.check_alive()
+        cpu1 = task_cpu_ns(ksmd)
+        wait1 = task_runq_wait_ns(ksmd)
+        c1 = ksm_counters()
+        if daemon_pid:
+            dcpu = process_cpu_ns(daemon_pid)
+            status = {l.split(":")[0]: l.split(":")[1].strip() for l in open(f"/proc/{daemon_pid}/status")}
+            result.update({"daemon_cpu_pct": 100.0 * dcpu / 1e9 / (t_end - t0),
+                           "daemon_rss_mib": int(status["VmRSS"].split()[0]) / 1024,
+                           "daemon_hwm_mib": int(status["VmHWM"].split()[0]) / 1024})
+        sampler.stop()
+        merging.stop()
+        guests_out = {}
+        for name, t in tenants.items():
+            st = ksm_stat(t.pid)
+            guests_out[name] = {
+                "pid": t.pid, "late": t in late,
+                "boot_s": t.ready_at - t.t_started, "cpu_to_marker_s": t.cpu_at_ready,
+                "utime_s": t.utime, "stime_s": t.stime, "minflt": t.minflt,
+                "merging_pages": int(st.get("ksm_merging_pages", 0)), "rmap_items": int(st.get("ksm_rmap_items", 0)),
+                "mergeable": st.get("ksm_mergeable"), "merge_any": st.get("ksm_merge_any")}
+        window = t_end - t0
+        cpu_s = (cpu1 - cpu0) / 1e9
+        result.update({
+            "merge_s": None, "timed_out": False, "expected": None, "window_s": window,
+            "ksmd_cpu_s": cpu_s, "ksmd_cpu_pct": 100.0 * cpu_s / window, "tail_cpu_pct": None,
+            "ksmd_runq_wait_pct": 100.0 * (wait1 - wait0) / 1e9 / window, "pages_scanned": c1["pages_scanned"] - c0["pages_scanned"],
+            "us_per_page": (cpu_s * 1e6 / (c1["pages_scanned"] - c0["pages_scanned"]))
+            if c1["pages_scanned"] > c0["pages_scanned"] else None,
+            "blocked_pct": 100.0 * sampler.d_lock / sampler.samples if sampler.samples else None,
+            "d_other_pct": 100.0 * sampler.d_other / sampler.samples if sampler.samples else None,
+            "saved_bytes": (c1["pages_sharing"] - c0["pages_sharing"]) * PAGE,
+            "sharing_series": sampler.series,
+            "merging_series": merging.series,
+            "merged_bytes": merging.series[-1][1] * PAGE,
+            "guests": guests_out,
+            "late_guest_cpu_s": sum(g["cpu_to_marker_s"] for g in guests_out.values() if g["late"]),
+            "late_guest_boot_s": max(g["boot_s"] for g in guests_out.values() if g["late"]),
+            "late_guest_stime_s": sum(g["stime_s"] for g in guests_out.values() if g["late"]),
+            "late_guest_kflt": sum(g["minflt"] for g in guests_out.values() if g["late"]) / 1000,
+        })
+        result["cpu_per_gib"] = cpu_s / (result["saved_bytes"] / GIB) if result["saved_bytes"] > 0 else None
+        if base == "Q2":
+            matched = sum(g["cpu_to_marker_s"] for n, g in guests_out.items() if n.startswith("boot"))
+            unmatched = sum(g["cpu_to_marker_s"] for n, g in guests_out.items() if n.startswith("ref"))
+            result["paired_ratio"] = matched / unmatched if unmatched else None
+        if churner:
+            churner.stop()
+            result["churn"] = {"pairs": churner.pairs, "error": churner.error,
+                               "secs": (churner.t_end - churner.t_start) if churner.t_start else None,
+                               "started_s": (churner.t_start - t0) if churner.t_start else None}
+        if watch:
+            watch.stop()
+            result["contended_events"] = {k: {"t_s": t - t0, "line": line} for k, (t, line) in watch.seen.items()}
+    finally:
+        for o in (sampler, churner, watch, merging):
+            if o is not None and o.is_alive():
+                o.stop()
+        try:
+            peer.stop()
+        finally:
+            for t in tenants.values():
+                t.stop()
+            shutil.rmtree(tdir, ignore_errors=True)
+            ksm_write("advisor_mode", "none")
+            ksm_write("run", 0)
+    return result
+
+
+def annotate_tenants(by_peer):
+    """Q1's time to 90% of the aggressive peer's merged pages at the
+    window's end (its median), for every run: known only once aggressive
+    has run. The guests' own merged pages, not the global pages_sharing:
+    another mergeable process on the shared host would count in that."""
+    ag = by_peer.get("aggressive")
+    if not ag or med([r.get("merged_bytes") for r in ag]) is None:
+        return None
+    goal = 0.9 * med([r.get("merged_bytes") for r in ag]) / PAGE
+    for runs in by_peer.values():
+        for r in runs:
+            hit = [t for t, s in r.get("merging_series", []) if s >= goal]
+            r["t90_s"] = hit[0] if hit else None
+    return goal
+
+
 # --------------------------------------------------------------------------- report
 
 def med(values):
@@ -1234,6 +1726,14 @@ COLUMNS = [
     ("p99/off", lambda r: r["contender"].get("p99_vs_off") if "contender" in r else None, "{:.2f}x"),
     ("daemon cpu%", lambda r: r.get("daemon_cpu_pct"), "{:.3f}"),
     ("daemon MiB", lambda r: r.get("daemon_rss_mib"), "{:.1f}"),
+    # Q1/Q2 (run_tenants, annotate_tenants)
+    ("merged MiB", lambda r: r["merged_bytes"] / (1 << 20) if "merged_bytes" in r else None, "{:.0f}"),
+    ("t90 s", lambda r: r.get("t90_s"), "{:.1f}"),
+    ("late boot s", lambda r: r.get("late_guest_boot_s"), "{:.1f}"),
+    ("guest cpu s", lambda r: r.get("late_guest_cpu_s"), "{:.2f}"),
+    ("guest sys s", lambda r: r.get("late_guest_stime_s"), "{:.2f}"),
+    ("guest kflt", lambda r: r.get("late_guest_kflt"), "{:.0f}"),
+    ("matched/ref", lambda r: r.get("paired_ratio"), "{:.3f}"),
 ]
 
 
@@ -1243,6 +1743,14 @@ def metric(runs, fn):
 
 def print_table(scn_name, by_peer, timeout, out):
     print(f"\n== {scenario_title(scn_name)}", file=out)
+    tenants = SCENARIOS[base_scenario(scn_name)].get("tenants")
+    if tenants:
+        goal = annotate_tenants(by_peer) if base_scenario(scn_name) == "Q1" else None
+        if goal:
+            print(f"  (merged MiB: the guests' summed ksm_merging_pages at the window's end; t90: from the peer's "
+                  f"start to 90% of aggressive's, {goal * PAGE / (1 << 20):.0f} MiB)", file=out)
+        print("  (guest cpu/sys s, kflt: the guests booted after the peer's start, utime+stime, stime and "
+              "thousands of minor faults to their marker)", file=out)
     cols = [("peer", None, None), ("merge time", None, None)] + COLUMNS
     # Drop columns that are empty for every peer of this scenario.
     present = []
@@ -1272,6 +1780,18 @@ def print_table(scn_name, by_peer, timeout, out):
                 if got and series[-1][0] >= mark - 0.5:
                     pts.append(f"{mark}s:{got[-1] * PAGE / (1 << 20):.0f}")
             print(f"  savings over time, {peer} (MiB saved at t): {' '.join(pts)}", file=out)
+    if tenants:
+        for peer, runs in by_peer.items():
+            for r in runs:
+                gs = ", ".join(f"{n} {g['merging_pages']}" for n, g in r["guests"].items())
+                extra = ""
+                if r.get("churn"):
+                    c = r["churn"]
+                    extra += f"; QMP churn {c['pairs']} object-add/del pairs in {fmt(c['secs'], '{:.0f}')}s" + \
+                             (f" ({c['error']})" if c["error"] else "")
+                for k, e in (r.get("contended_events") or {}).items():
+                    extra += f"; {k} at {e['t_s']:.1f}s"
+                print(f"  {peer} run {r['repeat']}: merging pages per guest: {gs}{extra}", file=out)
     for peer, runs in by_peer.items():
         for r in runs:
             if r.get("ksmd_cpu_to_merge_s") is not None:
@@ -1491,6 +2011,7 @@ def evaluate_targets(results):
     if me and de:
         verdict("S6 merge faster than defaults", merge_median(me) < merge_median(de),
                 f"{fmt_s(merge_median(me))} vs {fmt_s(merge_median(de))}")
+    lines += tenant_targets(results)
     me, de = runs("S5", "ksmtuned2"), runs("S5", "defaults")
     if me and de:
         km, kd = metric(me, lambda r: r["ksmd_cpu_pct"]), metric(de, lambda r: r["ksmd_cpu_pct"])
@@ -1500,6 +2021,61 @@ def evaluate_targets(results):
         rss = max(r.get("daemon_hwm_mib") or 0 for r in me)
         verdict("S5 daemon CPU <= 0.5% of one core", c is not None and c <= 0.5, f"{fmt(c, '{:.3f}')}%")
         verdict("S5 daemon RSS <= 16 MiB", rss <= 16, f"peak {rss:.1f} MiB")
+    return lines
+
+
+def tenant_targets(results):
+    """Issue 14 item 3: Q1 against aggressive and the defaults of the same
+    run, the mem-merge=off guest for every peer, the contended guest's
+    exclusion and readmission; Q2 the guests' CPU beside the daemon against
+    the same ksmd rate without it."""
+    lines = []
+
+    def verdict(name, ok, detail):
+        lines.append(("PASS" if ok else ("FAIL" if ok is not None else "N/A "), name, detail))
+
+    q1 = results.get("Q1", {})
+    me, ag, de = q1.get("ksmtuned2"), q1.get("aggressive"), q1.get("defaults")
+    if me and ag:
+        annotate_tenants(q1)
+        sm, sa = metric(me, lambda r: r["merged_bytes"]), metric(ag, lambda r: r["merged_bytes"])
+        verdict("Q1 savings (guests' merged pages) at the window's end >= 98% of aggressive's", sm >= 0.98 * sa,
+                f"{sm / (1 << 20):.0f} MiB vs {sa / (1 << 20):.0f} MiB ({100 * sm / sa:.1f}%)" if sa else "-")
+        tm, ta = metric(me, lambda r: r.get("t90_s")), metric(ag, lambda r: r.get("t90_s"))
+        never = any(r.get("t90_s") is None for r in me)
+        verdict("Q1 time to 90% of aggressive's savings <= 1.5x aggressive's",
+                (not never and tm <= 1.5 * ta) if ta else None,
+                f"{fmt(tm, '{:.1f}')}s vs bound {fmt(ta and 1.5 * ta, '{:.1f}')}s" + ("; not reached" if never else ""))
+    if me and de:
+        cm, cd = metric(me, lambda r: r["ksmd_cpu_s"]), metric(de, lambda r: r["ksmd_cpu_s"])
+        verdict("Q1 ksmd CPU over the window <= 2x defaults'", cm <= 2 * cd, f"{cm:.2f}s vs {2 * cd:.2f}s")
+    for peer, rs in q1.items():
+        bad = [f"run {r['repeat']}: {g['merging_pages']} merging, {g['rmap_items']} rmap items, "
+               f"mergeable {g['mergeable']}" for r in rs for g in [r["guests"]["nomerge"]]
+               if g["merging_pages"] or g["rmap_items"] or g["mergeable"] != "no" or g["merge_any"] == "yes"]
+        verdict(f"Q1 mem-merge=off guest unmerged and untouched ({peer})", not bad, "; ".join(bad) or "ksm_stat all zero")
+    if me:
+        ev = [r.get("contended_events") or {} for r in me]
+        ok = all("excluded" in e and "readmitted" in e and e["readmitted"]["t_s"] > e["excluded"]["t_s"] and
+                 "exclusion failed" not in e and "readmission failed" not in e for e in ev)
+        verdict("Q1 contended guest excluded and readmitted (ksmtuned2)", ok,
+                "; ".join(", ".join(f"{k} at {v['t_s']:.1f}s" + (f" ({v['line'][-110:]})" if "failed" in k else "")
+                                    for k, v in e.items()) or "neither" for e in ev))
+    q2 = results.get("Q2", {})
+    de = q2.get("defaults")
+    for peer, rs in q2.items():
+        if peer == "defaults" or not de:
+            continue
+        gm, gd = metric(rs, lambda r: r["late_guest_cpu_s"]), metric(de, lambda r: r["late_guest_cpu_s"])
+        if peer.startswith("ksmtuned2-observe"):
+            verdict(f"Q2 guests' CPU to their marker beside {peer} <= 1.02x defaults' (same ksmd rate)",
+                    gm <= 1.02 * gd, f"{gm:.2f}s vs {gd:.2f}s ({100 * (gm / gd - 1):+.1f}%)")
+        # Within each run: the guests the daemon manages against those it
+        # leaves alone, booted side by side; the defaults' ratio is the noise floor.
+        pm, pd = metric(rs, lambda r: r.get("paired_ratio")), metric(de, lambda r: r.get("paired_ratio"))
+        if pm is not None and pd is not None and peer.startswith("ksmtuned2"):
+            verdict(f"Q2 managed guests' CPU <= 1.02x the unmanaged beside them ({peer})", pm <= 1.02 * pd,
+                    f"{pm:.3f} vs the defaults' {pd:.3f} ({100 * (pm / pd - 1):+.1f}%)")
     return lines
 
 
@@ -1551,7 +2127,8 @@ def main():
                     help="comma-separated among normal,start-late,restart: each scenario S1-S4 in each "
                          "(default normal; also \"S1/start-late\" in --scenarios)")
     ap.add_argument("--peers", default=None,
-                    help="comma-separated among off,defaults,aggressive,advisor,ksmtuned,ksmtuned2")
+                    help="comma-separated among off,defaults,aggressive,advisor,ksmtuned,ksmtuned2 "
+                         "and, for Q2, " + ",".join(OBSERVE_PEERS))
     ap.add_argument("--repeats", type=int, default=None, help="runs per peer and scenario (default 3)")
     ap.add_argument("--timeout", type=float, default=None, help="merge timeout per run, s (default 120)")
     ap.add_argument("--tail", type=float, default=None, help="idle tail after merging, s (default 20)")
@@ -1564,7 +2141,7 @@ def main():
                     help="repeat a peer whose first run timed out (by default it is run once: each costs "
                          "the full timeout and ends the same way)")
     ap.add_argument("--ksmtuned2", default=os.environ.get("KSMTUNED2",
-                                                         os.path.join(SOURCE_ROOT, "build", "src", "ksmtuned2")))
+                                                         os.path.join(SOURCE_ROOT, "build", "src", "daemon", "ksmtuned2")))
     ap.add_argument("--ksmtuned2-conf", default=None, help="extra configuration appended to the bench config")
     ap.add_argument("--ksmtuned2-args", default="", help="extra daemon arguments, e.g. \"--log-level=debug\"")
     ap.add_argument("--workload", default=os.environ.get("KSM_WORKLOAD", os.path.join(
@@ -1575,6 +2152,12 @@ def main():
     ap.add_argument("--policy-min-age", default=POLICY_MIN_AGE,
                     help="MinAge= of the daemon's bench policy (default 1h: it never switches merging on for a "
                          "workload; \"\" for none)")
+    ap.add_argument("--tenant-window", type=float, default=150.0,
+                    help="Q1: the window from the peer's start to the savings read at its end, s (default 150)")
+    ap.add_argument("--tenant-churn", type=float, default=60.0,
+                    help="Q1: how long the host churns the contended guest over QMP from its start, s (default 60)")
+    ap.add_argument("--tenant-boot-timeout", type=float, default=300.0,
+                    help="Q1/Q2: bound on the guests' boot to their marker, s (default 300)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target fails (default: report only)")
     ap.add_argument("--report", metavar="RESULTS_JSON", help="print the tables of an earlier run and exit")
     args = ap.parse_args()
@@ -1615,6 +2198,11 @@ def main():
             log(f"missing {b}: build first (.ci/build)")
             return 1
 
+    if any(SCENARIOS[base_scenario(s)].get("tenants") for s in scenarios):
+        if not shutil.which("qemu-system-x86_64"):
+            log("SKIP: the QEMU scenarios need qemu-system-x86_64 (package qemu-system-x86)")
+            return 77
+        args.tenant_image = tenant_image()
     outdir = args.output or tempfile.mkdtemp(prefix="ksm-tuning-bench-")
     os.makedirs(outdir, exist_ok=True)
     peers = []
@@ -1622,15 +2210,18 @@ def main():
         if n == "off":
             peers.append(Off())
         elif n == "defaults":
-            peers.append(Fixed("defaults", 100, 20))
+            peers.append(Fixed("defaults", 100, 20, Peer.scenarios + ("Q2", "S6")))
         elif n == "aggressive":
-            peers.append(Fixed("aggressive", 100000, 0))
+            peers.append(Fixed("aggressive", 100000, 0, Peer.scenarios + ("Q2", "S6")))
         elif n == "advisor":
             peers.append(Advisor())
         elif n == "ksmtuned":
             peers.append(ClassicKsmtuned())
         elif n == "ksmtuned2":
             peers.append(Ksmtuned2(args.ksmtuned2, args.ksmtuned2_conf, shlex.split(args.ksmtuned2_args), outdir))
+        elif n in OBSERVE_PEERS:
+            peers.append(Ksmtuned2Observe(n, OBSERVE_PEERS[n], args.ksmtuned2, args.ksmtuned2_conf,
+                                          shlex.split(args.ksmtuned2_args), outdir))
         else:
             ap.error(f"unknown peer {n}")
 

@@ -177,6 +177,58 @@ class Targets(unittest.TestCase):
         self.assertIn("MemAvailable", str(e.exception))
         bench.check_memory(bench.SCENARIOS["S4"], 1 << 60, "S4")  # no reserve: not checked
 
+    def test_tenants(self):
+        def guests(nomerge_merging=0, late_cpu=(10.0, 10.0)):
+            g = {"nomerge": {"merging_pages": nomerge_merging, "rmap_items": 0, "mergeable": "no", "merge_any": "no",
+                             "late": False, "boot_s": 20.0, "cpu_to_marker_s": 9.0}}
+            for i, c in enumerate(late_cpu):
+                g[f"late{i}"] = {"merging_pages": 100, "rmap_items": 100, "mergeable": "yes", "merge_any": "no",
+                                 "late": True, "boot_s": 20.0, "cpu_to_marker_s": c}
+            return g
+
+        def q(saved, series, cpu, **extra):
+            r = run(None, cpu, tail=None, saved_pages=saved, timed_out=False, guests=guests(), **extra)
+            r["merging_series"] = series
+            r["merged_bytes"] = series[-1][1] * bench.PAGE if series else 0
+            r["late_guest_cpu_s"] = sum(g["cpu_to_marker_s"] for g in r["guests"].values() if g["late"])
+            return r
+
+        events = {"excluded": {"t_s": 20.0, "line": ""}, "readmitted": {"t_s": 90.0, "line": ""}}
+        res = {"Q1": {"aggressive": [q(100000, [(0.5, 0), (5.0, 95000), (10.0, 100000)], 40.0)],
+                      "defaults": [q(60000, [(0.5, 0), (100.0, 60000)], 3.0)],
+                      "ksmtuned2": [q(99000, [(0.5, 0), (7.0, 95000), (20.0, 99000)], 5.0,
+                                      contended_events=events)]}}
+        v = verdicts(res)
+        self.assertEqual(v["Q1 savings (guests' merged pages) at the window's end >= 98% of aggressive's"], "PASS")
+        self.assertEqual(v["Q1 time to 90% of aggressive's savings <= 1.5x aggressive's"], "PASS")  # 7 <= 7.5
+        self.assertEqual(v["Q1 ksmd CPU over the window <= 2x defaults'"], "PASS")                 # 5 <= 6
+        self.assertEqual(v["Q1 mem-merge=off guest unmerged and untouched (defaults)"], "PASS")
+        self.assertEqual(v["Q1 contended guest excluded and readmitted (ksmtuned2)"], "PASS")
+        # an exclusion the kernel did not carry out is no exclusion
+        events["exclusion failed"] = {"t_s": 20.1, "line": "method inject failed"}
+        self.assertEqual(verdicts(res)["Q1 contended guest excluded and readmitted (ksmtuned2)"], "FAIL")
+        del events["exclusion failed"]
+        # the defaults never reach 90% of aggressive's savings: no t90
+        self.assertIsNone(res["Q1"]["defaults"][0]["t90_s"])
+        res["Q1"]["ksmtuned2"] = [q(97000, [(0.5, 0), (8.0, 95000)], 7.0)]
+        res["Q1"]["defaults"][0]["guests"]["nomerge"]["merging_pages"] = 3
+        v = verdicts(res)
+        self.assertEqual(v["Q1 savings (guests' merged pages) at the window's end >= 98% of aggressive's"], "FAIL")
+        self.assertEqual(v["Q1 time to 90% of aggressive's savings <= 1.5x aggressive's"], "FAIL")
+        self.assertEqual(v["Q1 ksmd CPU over the window <= 2x defaults'"], "FAIL")
+        self.assertEqual(v["Q1 mem-merge=off guest unmerged and untouched (defaults)"], "FAIL")
+        self.assertEqual(v["Q1 contended guest excluded and readmitted (ksmtuned2)"], "FAIL")
+        res = {"Q2": {"defaults": [q(0, [], 0.3)], "ksmtuned2-observe": [q(0, [], 0.3)]}}
+        res["Q2"]["ksmtuned2-observe"][0]["late_guest_cpu_s"] = 20.3
+        self.assertEqual(verdicts(res)["Q2 guests' CPU to their marker beside ksmtuned2-observe <= 1.02x "
+                                       "defaults' (same ksmd rate)"], "PASS")
+        res["Q2"]["ksmtuned2-observe"][0]["late_guest_cpu_s"] = 20.5
+        self.assertEqual(verdicts(res)["Q2 guests' CPU to their marker beside ksmtuned2-observe <= 1.02x "
+                                       "defaults' (same ksmd rate)"], "FAIL")
+        out = io.StringIO()
+        bench.print_table("Q2", res["Q2"], 120, out)
+        self.assertIn("guest cpu s", out.getvalue())
+
     def test_table_and_ratios_print(self):
         res = {"S1": {"aggressive": [run(0.15, 10.0), run(0.17, 11.0)], "ksmtuned": [run(None, 0.0, tail=None)],
                       "ksmtuned2": [run(0.9, 1.2)]}}

@@ -109,9 +109,13 @@ cp /bin/sleep "$RUN/root/usr/local/bin/ksme2e-filtered"
 
 # On this host (no systemd as PID 1) nspawn can neither register nor make a
 # scope: --register=no --keep-unit. Only the KSM directory is writable in
-# the container's otherwise read-only /sys.
+# the container's otherwise read-only /sys. SYSTEMD_SECCOMP=0 keeps nspawn
+# from putting a seccomp filter of its own on the whole container: the
+# kernel refuses PTRACE_SECCOMP_GET_FILTER to any caller under a filter, so
+# with it ksmtuned2-seccomp-reader@.service could never read one, as it must
+# on a host. The units' own SystemCallFilter= still apply inside.
 t_boot0=$(date +%s)
-systemd-nspawn -D "$RUN/root" --register=no --keep-unit -b --machine="ksmtuned2-e2e-$$" \
+SYSTEMD_SECCOMP=0 systemd-nspawn -D "$RUN/root" --register=no --keep-unit -b --machine="ksmtuned2-e2e-$$" \
         --bind=/sys/kernel/mm/ksm </dev/null >"$RUN/console.log" 2>&1 &
 nspawn_pid=$!
 for _ in $(seq 300); do
@@ -324,12 +328,12 @@ inside grep -q "^ksm_merge_any: yes" /proc/"$sleeper"/ksm_stat ||
 out=$(inside runuser -u e2e-user -- ksmctl explain "$sleeper" 2>&1) || fail "ksmctl explain $sleeper: $out"
 case $out in *40-e2e.policy*) ;; *) fail "ksmctl explain $sleeper does not name 40-e2e.policy: $out";; esac
 echo "reload: max_page_sharing=$mps2, $((n_before + 1)) policies, pid $sleeper now merged (ksm_merge_any) by 40-e2e.policy"
-# systemd-nspawn puts a seccomp filter of its own on everything in the
-# container, PID 1 included, and the kernel refuses PTRACE_SECCOMP_GET_FILTER
-# to any caller that has a filter (EACCES): here the seccomp reader cannot
-# work, and the target must be refused, untouched, with that reason. On a
-# host the reader has no filter (tests/kernel/test-daemon-injector.sh
-# injects through it into a real QEMU with -sandbox on).
+# Where systemd-nspawn still put a seccomp filter of its own on everything in
+# the container (it ignored SYSTEMD_SECCOMP=0), PID 1 included, the kernel
+# refuses PTRACE_SECCOMP_GET_FILTER to any caller that has a filter
+# (EACCES): then the seccomp reader cannot work, and the target must be
+# refused, untouched, with that reason. Otherwise the socket-activated
+# reader reads the filter, as on a host.
 if inside grep -q "^Seccomp:.*2" /proc/1/status; then
         wait_journal "^pid $filtered \(ksme2e-filtered\): method inject refused: EACCES \(its seccomp filters could not be read"
         inside grep -q "^ksm_merge_any: no" /proc/"$filtered"/ksm_stat || fail "filtered pid $filtered changed although refused"
@@ -345,7 +349,9 @@ else
                 fail "filtered pid $filtered was not made mergeable: $(journal | grep "pid $filtered" | tail -3)"
         inside kill -0 "$filtered" || fail "the filtered process died"
         inside systemctl stop ksme2e-filtered >/dev/null 2>&1
-        echo "seccomp: filtered pid $filtered merged, its filter read by ksmtuned2-seccomp-reader@.service"
+        accepted=$(inside systemctl show -P NAccepted ksmtuned2-seccomp-reader.socket)
+        [ "${accepted:-0}" -ge 1 ] || fail "filtered pid $filtered merged, but ksmtuned2-seccomp-reader.socket accepted no connection"
+        echo "seccomp: filtered pid $filtered merged, its filter read by ksmtuned2-seccomp-reader@.service ($accepted connection(s))"
 fi
 
 # 6. The exposure score systemd-analyze gives the unit (README records it).

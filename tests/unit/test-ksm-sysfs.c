@@ -128,6 +128,18 @@ static void test_root_layouts(void **state) {
         fake_tree_done(&t);
 }
 
+/* A ptrace_read (the sandbox's helper) that counts its calls; the sampler
+ * thread calls it. */
+static int wchan_reads;
+static int counting_ptrace_read(void *userdata, int pid, uint64_t start_time_ticks, const char *name, char *buf,
+                                size_t size) {
+        (void) userdata, (void) pid, (void) start_time_ticks;
+        __atomic_add_fetch(&wchan_reads, 1, __ATOMIC_SEQ_CST);
+        assert_string_equal(name, "wchan");
+        strscpy(buf, size, "ksm_scan_thread");
+        return (int) strlen(buf);
+}
+
 static void test_ksmd(void **state) {
         FakeTree t;
         Root *r = NULL;
@@ -169,6 +181,31 @@ static void test_ksmd(void **state) {
         ksmd_sampler_take(sm, &c);
         assert_int_equal(c.samples, 0);
         ksmd_sampler_stop(sm);
+
+        /* the wait channel is read for D samples only: in the sandbox each
+         * read is a round trip to the helper */
+        r->ptrace_read = counting_ptrace_read;
+        fake_write(&t, "proc/37/stat", "37 (ksmd) R 2 0 0 0 -1 2097216 0 0 0 0 0 0 0 0 25 5 1 0 24 0 0 1");
+        assert_int_equal(ksmd_sampler_start(r, 37, 1000, &sm), 0);
+        ksmd_sampler_set_paused(sm, false);
+        usleep(100000);
+        ksmd_sampler_set_paused(sm, true);
+        ksmd_sampler_take(sm, &c);
+        ksmd_sampler_stop(sm);
+        assert_true(c.samples > 5);
+        assert_int_equal(c.by_wait[KSMD_RUNNING], c.samples);
+        assert_int_equal(__atomic_load_n(&wchan_reads, __ATOMIC_SEQ_CST), 0);
+        fake_write(&t, "proc/37/stat", "37 (ksmd) D 2 0 0 0 -1 2097216 0 0 0 0 0 0 0 0 25 5 1 0 24 0 0 1");
+        assert_int_equal(ksmd_sampler_start(r, 37, 1000, &sm), 0);
+        ksmd_sampler_set_paused(sm, false);
+        usleep(100000);
+        ksmd_sampler_set_paused(sm, true);
+        ksmd_sampler_take(sm, &c);
+        ksmd_sampler_stop(sm);
+        assert_true(c.samples > 5);
+        assert_int_equal(c.by_wait[KSMD_BLOCKED_MMAP_LOCK], c.samples);
+        assert_true(__atomic_load_n(&wchan_reads, __ATOMIC_SEQ_CST) >= (int) c.samples);
+        r->ptrace_read = NULL;
 
         /* a ksmd without wchan: the start fails, closes what it opened and
          * leaves *ret alone (the sanitizer build checks for leaks) */
