@@ -6,8 +6,10 @@
  * start time that does not match; then real injections into children of
  * ours, one of them behind a seccomp filter that kills on prctl (refused,
  * alive) and one behind a filter that allows it (done, the filter having
- * been read by the seccomp reader). No KSM knob is touched (a mm marked
- * mergeable while nothing else runs ksmd merges nothing), so no lock. */
+ * been read by the seccomp reader). No KSM knob is touched, but the test
+ * takes the KSM test lock all the same: its children really become
+ * mergeable, and a kernel test or benchmark running ksmd beside it would
+ * count their pages in its figures. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -30,6 +32,7 @@
 
 #include "injector-msg.h"
 #include "injector.h"
+#include "ksm-guard.h"
 #include "procfs.h"
 #include "syscalls.h"
 #include "util.h"
@@ -494,5 +497,6 @@ int main(void) {
                 fprintf(stderr, "SKIP: needs root\n");
                 return 77;
         }
+        ksm_guard_acquire();
         return cmocka_run_group_tests(tests, setup, teardown);
 }
