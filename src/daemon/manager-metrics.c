@@ -48,7 +48,8 @@ void manager_write_metrics(Manager *m) {
 
         if (isempty(path))
                 return;
-        if (t && savings_by_cgroup(t, &cgroups) < 0)
+        /* Kept current by discovery: no walk of the table per tick. */
+        if (t && discovery_savings_by_cgroup(m->discovery, &cgroups) < 0)
                 return (void) log_oom();
         for (ManagerMode i = 0; i < _MANAGER_MODE_MAX; i++)
                 modes[i] = manager_mode_to_string(i);

@@ -203,3 +203,161 @@ void savings_sum_processes(const Process *const *list, size_t n, SavingsGroup *r
         }
         *ret = g;
 }
+
+static bool group_is(const SavingsIndexGroup *g, const char *cgroup) {
+        return g->sums.cgroup ? cgroup && streq(g->sums.cgroup, cgroup) : !cgroup;
+}
+
+static SavingsIndexGroup *group_new(const Process *p) {
+        SavingsIndexGroup *g = calloc(1, sizeof *g);
+        if (!g)
+                return NULL;
+        if ((p->cgroup && !(g->sums.cgroup = strdup(p->cgroup))) || (p->unit && !(g->unit = strdup(p->unit))) ||
+            (p->vm_name && !(g->vm_name = strdup(p->vm_name)))) {
+                free(g->sums.cgroup);
+                free(g->unit);
+                free(g);
+                return NULL;
+        }
+        g->sums.unit = g->unit;
+        g->sums.vm_name = g->vm_name;
+        return g;
+}
+
+static void group_free(SavingsIndexGroup *g) {
+        if (!g)
+                return;
+        free(g->sums.cgroup);
+        free(g->unit);
+        free(g->vm_name);
+        free(g);
+}
+
+/* Drops the groups no process is in any more, once they are as many as the
+ * live ones: a host whose containers come and go does not grow the index
+ * for good, and the rebuild is paid for by as many removals. */
+static int index_compact(SavingsIndex *x) {
+        _cleanup_(strmap_done) StrMap map = {};
+        size_t n = 0;
+
+        if (x->n_empty < 64 || x->n_empty * 2 < x->n_groups)
+                return 0;
+        /* The new map first: a failure leaves the index as it was. */
+        for (size_t i = 0; i < x->n_groups; i++)
+                if (x->groups[i]->sums.processes > 0 && strmap_put(&map, x->groups[i]->sums.cgroup, n++) < 0)
+                        return -ENOMEM;
+        n = 0;
+        for (size_t i = 0; i < x->n_groups; i++) {
+                if (x->groups[i]->sums.processes == 0)
+                        group_free(x->groups[i]);
+                else
+                        x->groups[n++] = x->groups[i];
+        }
+        x->n_groups = n;
+        x->n_empty = 0;
+        strmap_done(&x->map);
+        x->map = TAKE_STRUCT(map);
+        return 1;
+}
+
+static int index_join(SavingsIndex *x, Process *p) {
+        SavingsIndexGroup *g = NULL;
+        size_t at;
+        int r;
+
+        if (!p->cgroup)
+                g = x->unknown;
+        else if (strmap_get(&x->map, p->cgroup, &at))
+                g = x->groups[at];
+        if (!g) {
+                g = group_new(p);
+                if (!g)
+                        return -ENOMEM;
+                if (!p->cgroup)
+                        x->unknown = g;
+                else {
+                        if (greedy_realloc((void **) &x->groups, &x->n_alloc, x->n_groups + 1, sizeof *x->groups,
+                                           64) < 0 ||
+                            (r = strmap_put(&x->map, g->sums.cgroup, x->n_groups)) < 0) {
+                                group_free(g);
+                                return -ENOMEM;
+                        }
+                        x->groups[x->n_groups++] = g;
+                }
+        } else if (g->sums.processes == 0 && g != x->unknown)
+                x->n_empty--;
+        g->sums.processes++;
+        p->index.savings_group = g;
+        p->index.savings_pages = 0;
+        p->index.savings_profit = 0;
+        return 0;
+}
+
+void savings_index_remove(SavingsIndex *x, Process *p) {
+        SavingsIndexGroup *g = p->index.savings_group;
+        if (!g)
+                return;
+        g->sums.processes--;
+        g->sums.merging_pages -= p->index.savings_pages;
+        g->sums.profit_bytes -= p->index.savings_profit;
+        if (g->sums.processes == 0 && g != x->unknown)
+                x->n_empty++;
+        p->index.savings_group = NULL;
+        p->index.savings_pages = 0;
+        p->index.savings_profit = 0;
+}
+
+int savings_index_update(SavingsIndex *x, Process *p) {
+        int r;
+
+        /* As savings_by_cgroup(): kernel threads have no mm and no group. */
+        if (p->kthread) {
+                savings_index_remove(x, p);
+                return 0;
+        }
+        if (!p->index.savings_group || !group_is(p->index.savings_group, p->cgroup)) {
+                savings_index_remove(x, p);
+                r = index_join(x, p);
+                if (r < 0)
+                        return r;
+        }
+        SavingsIndexGroup *g = p->index.savings_group;
+        g->sums.merging_pages += p->ksm_merging_pages - p->index.savings_pages;
+        g->sums.profit_bytes += process_profit_bytes(p) - p->index.savings_profit;
+        p->index.savings_pages = p->ksm_merging_pages;
+        p->index.savings_profit = process_profit_bytes(p);
+        (void) index_compact(x); /* a failure keeps the empty groups until the next try */
+        return 0;
+}
+
+int savings_index_table(const SavingsIndex *x, SavingsTable *ret) {
+        SavingsTable s = {};
+
+        s.items = calloc(x->n_groups - x->n_empty + 2, sizeof *s.items);
+        if (!s.items)
+                return -ENOMEM;
+        for (size_t i = 0; i <= x->n_groups; i++) {
+                const SavingsIndexGroup *g = i < x->n_groups ? x->groups[i] : x->unknown;
+                if (!g || g->sums.processes == 0)
+                        continue;
+                CgroupSavings *c = &s.items[s.n];
+                *c = g->sums;
+                if (g->sums.cgroup && !(c->cgroup = strdup(g->sums.cgroup))) {
+                        savings_table_done(&s);
+                        return -ENOMEM;
+                }
+                s.n++;
+        }
+        qsort(s.items, s.n, sizeof *s.items, compare_cgroups);
+        *ret = s;
+        return 0;
+}
+
+void savings_index_done(SavingsIndex *x) {
+        for (size_t i = 0; i < x->n_groups; i++)
+                group_free(x->groups[i]);
+        group_free(x->unknown);
+        free(x->groups);
+        strmap_done(&x->map);
+        *x = (SavingsIndex) {};
+}
