@@ -268,6 +268,48 @@ int discovery_savings_by_cgroup(const Discovery *d, SavingsTable *ret) {
         return savings_index_table(&d->savings, ret);
 }
 
+const char *discovery_verify_index(Discovery *d, char *buf, size_t n) {
+        uint64_t verdicts[_VERDICT_ACTION_MAX] = {}, slow = 0, hot = 0;
+        _cleanup_(savings_table_done) SavingsTable whole = {}, kept = {};
+        const Process *p;
+
+        PROCESS_TABLE_FOREACH(p, d->table, i) {
+                if (p->have_verdict && (unsigned) p->verdict.action < _VERDICT_ACTION_MAX)
+                        verdicts[p->verdict.action]++;
+                slow += p->slow;
+                if (is_hot(p) != (p->index.hot_pos != 0) ||
+                    (p->index.hot_pos && (p->index.hot_pos > d->n_hot || d->hot[p->index.hot_pos - 1] != p))) {
+                        snprintf(buf, n, "pid %d is%s in the hot list, should%s be", p->pid,
+                                 p->index.hot_pos ? "" : " not", is_hot(p) ? "" : " not");
+                        return buf;
+                }
+                hot += is_hot(p);
+        }
+        if (hot != d->n_hot)
+                return snprintf(buf, n, "%zu processes in the hot list, %" PRIu64 " hot", d->n_hot, hot), buf;
+        if (slow != d->n_slow)
+                return snprintf(buf, n, "%" PRIu64 " slow counted, %" PRIu64 " slow", d->n_slow, slow), buf;
+        for (VerdictAction a = 0; a < _VERDICT_ACTION_MAX; a++)
+                if (verdicts[a] != d->verdicts[a])
+                        return snprintf(buf, n, "%" PRIu64 " processes counted as %s, %" PRIu64 " are", d->verdicts[a],
+                                        verdict_action_to_string(a), verdicts[a]),
+                               buf;
+        if (savings_by_cgroup(d->table, &whole) < 0 || savings_index_table(&d->savings, &kept) < 0)
+                return snprintf(buf, n, "out of memory"), buf;
+        if (whole.n != kept.n)
+                return snprintf(buf, n, "%zu cgroups summed, %zu have processes", kept.n, whole.n), buf;
+        for (size_t i = 0; i < whole.n; i++) {
+                const CgroupSavings *x = &whole.items[i], *y = &kept.items[i];
+                if (!streq(strempty(x->cgroup), strempty(y->cgroup)) || x->processes != y->processes ||
+                    x->merging_pages != y->merging_pages || x->profit_bytes != y->profit_bytes)
+                        return snprintf(buf, n, "cgroup %s: summed %u processes %" PRIu64 " pages, has %u, %" PRIu64,
+                                        strempty(y->cgroup), y->processes, y->merging_pages, x->processes,
+                                        x->merging_pages),
+                               buf;
+        }
+        return NULL;
+}
+
 /* What announce_verdict() would log for this verdict, once it is announced. */
 static bool verdict_is_news(const Verdict *v) {
         /* Left alone is news only when a policy matched and the process's

@@ -107,6 +107,10 @@ void discovery_process_changed(Discovery *d, Process *p);
 /* savings_by_cgroup() of the table, from the sums kept as processes
  * change: O(cgroups), for the metrics file written every tick. */
 int discovery_savings_by_cgroup(const Discovery *d, SavingsTable *ret);
+/* Walks the table and checks those counts and sums against it (the state
+ * dump does, for the storm test): NULL when they agree, else the first
+ * difference, written into buf. */
+const char *discovery_verify_index(Discovery *d, char *buf, size_t n);
 
 /* The exec-to-verdict latencies of the latest execs (usec from the kernel's
  * event timestamp to the verdict), oldest first, at most 65536. */

@@ -51,6 +51,13 @@ static void write_discovery(JsonWriter *w, Discovery *d) {
         json_kv_u64(w, "malformed", s.events.malformed);
         json_kv_u64(w, "slow_processes", s.slow_processes);
         json_kv_u64(w, "policies", s.policies);
+        /* The counts and sums kept as processes change, checked against a
+         * walk of the table: a difference is a bug, which the storm test
+         * looks for. */
+        char why[256];
+        const char *wrong = discovery_verify_index(d, why, sizeof why);
+        json_kv_u64(w, "index_errors", wrong ? 1 : 0);
+        json_kv_string(w, "index_error", wrong ?: "");
         json_end_object(w);
 
         write_exec_latencies(w, d);
