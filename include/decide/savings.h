@@ -32,6 +32,14 @@ typedef struct SavingsTable {
  * merging pages, then profit, then pid. The array holds borrowed pointers
  * into t, valid until t changes. */
 int savings_sorted_processes(const ProcessTable *t, const Process ***ret, size_t *ret_n);
+/* What a bounded reply lists: the user processes viewer may see
+ * (process_visible_to()), *ret_n of them; when they are more than max, the
+ * first max - 1 in that order (found without sorting the rest), sorted,
+ * then the rest in no order, for savings_sum_processes(); else all, sorted.
+ * *ret_shown says how many lead sorted. The same leading entries as
+ * savings_sorted_processes() filtered by viewer. */
+int savings_top_processes(const ProcessTable *t, uid_t viewer, size_t max, const Process ***ret, size_t *ret_n,
+                          size_t *ret_shown);
 
 /* One entry per cgroup that holds at least one user process, largest
  * first (merging pages, then profit, then path). The strings unit and

@@ -33,6 +33,59 @@ int savings_sorted_processes(const ProcessTable *t, const Process ***ret, size_t
         return 0;
 }
 
+static void swap_processes(const Process **a, size_t i, size_t j) {
+        const Process *x = a[i];
+        a[i] = a[j];
+        a[j] = x;
+}
+
+/* Moves the k first of a[0..n) in compare_processes() order to a[0..k), in
+ * no order: quickselect, expected O(n), with pivots from a generator seeded
+ * by the array, so that no order of entries is reliably quadratic. */
+static void select_first(const Process **a, size_t n, size_t k) {
+        uint64_t seed = (uint64_t) (uintptr_t) a ^ (n * UINT64_C(0x9e3779b97f4a7c15)) ^ 1;
+        size_t lo = 0, hi = n;
+
+        while (hi - lo > 1 && k > lo && k < hi) {
+                seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+                swap_processes(a, lo + (size_t) (seed % (hi - lo)), hi - 1);
+                const Process *pivot = a[hi - 1];
+                size_t store = lo;
+                for (size_t i = lo; i < hi - 1; i++)
+                        if (compare_processes(&a[i], &pivot) < 0)
+                                swap_processes(a, i, store++);
+                swap_processes(a, store, hi - 1);
+                if (k <= store)
+                        hi = store;
+                else if (k > store + 1)
+                        lo = store + 1;
+                else
+                        break;
+        }
+}
+
+int savings_top_processes(const ProcessTable *t, uid_t viewer, size_t max, const Process ***ret, size_t *ret_n,
+                          size_t *ret_shown) {
+        _cleanup_free_ const Process **list = NULL;
+        const Process *p;
+        size_t n = 0;
+
+        list = calloc(process_table_size(t) + 1, sizeof *list);
+        if (!list)
+                return -ENOMEM;
+        PROCESS_TABLE_FOREACH(p, t, i)
+                if (!p->kthread && process_visible_to(p, viewer))
+                        list[n++] = p;
+        size_t shown = n > max ? (max > 0 ? max - 1 : 0) : n;
+        if (shown < n)
+                select_first(list, n, shown);
+        qsort(list, shown, sizeof *list, compare_processes);
+        *ret = TAKE_PTR(list);
+        *ret_n = n;
+        *ret_shown = shown;
+        return 0;
+}
+
 /* Largest first: merging pages, then profit, then name. */
 static int compare_savings(uint64_t x_pages, int64_t x_profit, const char *x_name, uint64_t y_pages,
                            int64_t y_profit, const char *y_name) {

@@ -275,12 +275,53 @@ static void test_index(void **state) {
         assert_int_equal(none.n, 0);
 }
 
+/* The bounded list finds the same leading processes, in the same order,
+ * as sorting everything and filtering by viewer, and leaves the same rest
+ * to sum: many ties (the pid decides), two owners, kernel threads, sizes
+ * around the cap. */
+static void test_top_processes(void **state) {
+        static const size_t sizes[] = { 0, 1, 5, 99, 100, 101, 3000 };
+        for (size_t z = 0; z < ELEMENTSOF(sizes); z++) {
+                _cleanup_(process_table_freep) ProcessTable *t = NULL;
+                assert_int_equal(process_table_new(&t), 0);
+                for (size_t i = 0; i < sizes[z]; i++) {
+                        Process *p;
+                        bool created;
+                        assert_int_equal(process_table_ensure(t, (int) (rng() % 100000) + 1, &p, &created), 0);
+                        p->uid = p->euid = rng() % 3 == 0 ? 1000 : 0;
+                        p->kthread = rng() % 50 == 0;
+                        p->ksm_merging_pages = rng() % 4 == 0 ? rng() % 8 : 0;
+                        p->ksm_stat_valid = true;
+                        p->ksm_stat.process_profit = (int64_t) (rng() % 3);
+                }
+                for (uid_t viewer = 0; viewer <= 1000; viewer += 1000) {
+                        _cleanup_free_ const Process **all = NULL, **top = NULL;
+                        size_t n_all, n, shown, k = 0;
+                        assert_int_equal(savings_sorted_processes(t, &all, &n_all), 0);
+                        for (size_t i = 0; i < n_all; i++)
+                                if (process_visible_to(all[i], viewer))
+                                        all[k++] = all[i];
+                        assert_int_equal(savings_top_processes(t, viewer, 100, &top, &n, &shown), 0);
+                        assert_int_equal(n, k);
+                        assert_int_equal(shown, k > 100 ? 99 : k);
+                        for (size_t i = 0; i < shown; i++)
+                                assert_int_equal(top[i]->pid, all[i]->pid);
+                        SavingsGroup a, b;
+                        savings_sum_processes(all + shown, k - shown, &a);
+                        savings_sum_processes(top + shown, n - shown, &b);
+                        assert_int_equal(a.processes, b.processes);
+                        assert_int_equal(a.merging_pages, b.merging_pages);
+                        assert_int_equal(a.profit_bytes, b.profit_bytes);
+                }
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_linear),       cmocka_unit_test(test_group_linear),
                 cmocka_unit_test(test_truncate),     cmocka_unit_test(test_sum_processes),
                 cmocka_unit_test(test_strmap),       cmocka_unit_test(test_no_cgroup),
-                cmocka_unit_test(test_index),
+                cmocka_unit_test(test_index),        cmocka_unit_test(test_top_processes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
