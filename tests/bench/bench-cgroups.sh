@@ -13,7 +13,10 @@
 # the process count shows; 0 is the host's own processes alone, what other
 # users' forks and ksmd's sampling cost whatever the table. CPU time, not
 # wall time, and the load average beside each line: a loaded machine makes
-# the daemon's own work no dearer, but other users' forks add events. The
+# the daemon's own work no dearer, but other users' forks add events. From
+# the state dump: the loop thread's CPU per tick ("tick") and per second in
+# reading and handling proc events ("events": the host's forks and execs,
+# none of them the fleet's, whose processes sleep). The
 # daemon runs with --dry-run: it reads KSM but writes no knob, so no KSM
 # lock is taken. KSMTUNED2_OLD=path runs that binary too, in the same run
 # and against the same fleet, for a before/after table.
@@ -119,16 +122,17 @@ measure() { # label binary processes
         start=$(( $(ticks "$daemon_pid") * 1000 / hz ))
         sleep 3
         # the dumps (a walk of the table each) fall outside the window
-        dump; local tc0 n0 tc1 n1
-        tc0=$(get total_tick_cpu_usec) n0=$(get ticks)
+        dump; local tc0 n0 tc1 n1 ec0 ec1
+        tc0=$(get total_tick_cpu_usec) n0=$(get ticks) ec0=$(get events_cpu_usec)
         c0=$(ticks "$daemon_pid") t0=$(ms)
         sleep "$WINDOW"
         c1=$(ticks "$daemon_pid") t1=$(ms)
         dump
-        tc1=$(get total_tick_cpu_usec) n1=$(get ticks)
-        # an older binary may not count it
-        local tick_cpu=-1
+        tc1=$(get total_tick_cpu_usec) n1=$(get ticks) ec1=$(get events_cpu_usec)
+        # an older binary may not count them
+        local tick_cpu=-1 events_cpu=-1
         [ -n "$tc0" ] && [ -n "$tc1" ] && [ "$n1" -gt "$n0" ] && tick_cpu=$(( (tc1 - tc0) / (n1 - n0) ))
+        [ -n "$ec0" ] && [ -n "$ec1" ] && events_cpu=$(( (ec1 - ec0) * 1000 / (t1 - t0) ))
         permille=$(( (c1 - c0) * 1000 * 1000 / hz / (t1 - t0) ))
         local per_tick=$(( (c1 - c0) * 1000 * 1000 / hz / ((t1 - t0) / 1000) ))
         # per mille with the resync's share: a start-up's CPU every 120 s
@@ -146,9 +150,10 @@ measure() { # label binary processes
         done
         c1=$(ticks "$daemon_pid")
         list_p=$(( (c1 - c0) * 1000 * 1000 / hz / CALLS ))
-        printf '%6d %-7s CPU %2d.%d%% of a core (%2d.%d%% with resync), %6d us/s, tick alone %6s us; start %5d ms; RSS %6d KiB (peak %6d); ListCgroups %6d us (%s), ListProcesses %6d us (%s); load %s\n' \
+        printf '%6d %-7s CPU %2d.%d%% of a core (%2d.%d%% with resync), %6d us/s (tick %6s us, events %6s us/s); start %5d ms; RSS %6d KiB (peak %6d); ListCgroups %6d us (%s), ListProcesses %6d us (%s); load %s\n' \
                 "$3" "$label" $((permille / 10)) $((permille % 10)) $((with_resync / 10)) $((with_resync % 10)) \
-                "$per_tick" "$([ "$tick_cpu" -ge 0 ] && echo "$tick_cpu" || echo "?")" "$start" "$(kib "$daemon_pid" VmRSS)" "$(kib "$daemon_pid" VmHWM)" "$list_c" \
+                "$per_tick" "$([ "$tick_cpu" -ge 0 ] && echo "$tick_cpu" || echo "?")" \
+                "$([ "$events_cpu" -ge 0 ] && echo "$events_cpu" || echo "?")" "$start" "$(kib "$daemon_pid" VmRSS)" "$(kib "$daemon_pid" VmHWM)" "$list_c" \
                 "$(awk '{print $2}' "$tmp/cg.reply")" "$list_p" "$(awk '{print $2}' "$tmp/p.reply")" \
                 "$(cut -d' ' -f1-3 /proc/loadavg)"
         kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
