@@ -16,7 +16,10 @@
 # the daemon's own work no dearer, but other users' forks add events. From
 # the state dump: the loop thread's CPU per tick ("tick") and per second in
 # reading and handling proc events ("events": the host's forks and execs,
-# none of them the fleet's, whose processes sleep). The
+# none of them the fleet's, whose processes sleep); from /proc, the loop
+# thread's whole CPU ("loop": ticks, events, bus calls), the other threads'
+# (the ksmd sampler, which runs whenever ksmd does, the ksm_stat readers,
+# the merge worker) and the injector's (exe of each new process). The
 # daemon runs with --dry-run: it reads KSM but writes no knob, so no KSM
 # lock is taken. KSMTUNED2_OLD=path runs that binary too, in the same run
 # and against the same fleet, for a before/after table.
@@ -36,7 +39,7 @@ else
         SIZES=${FLEET_SIZES:-0 1000 3000 10000}
 fi
 WINDOW=${BENCH_SECONDS:-30}
-CALLS=20
+CALLS=50
 IFACE=org.ksmtuned2.Manager1
 
 tmp=$(mktemp -d /tmp/ksmtuned2-bench-cg.XXXXXX)
@@ -68,6 +71,19 @@ ticks() {
         done
         echo "$sum"
 }
+
+# The daemon's own threads alone (the ksmd sampler, the ksm_stat readers,
+# the merge worker; those gone included), and its loop thread alone.
+proc_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'; }
+kids_ticks() { # what it forked, alive or reaped
+        local sum kid
+        sum=$(sed 's/.*) //' "/proc/$1/stat" | awk '{ print $14 + $15 }')
+        for kid in $(pgrep -P "$1"); do
+                sum=$((sum + $(ticks "$kid")))
+        done
+        echo "$sum"
+}
+loop_ticks() { sed 's/.*) //' "/proc/$1/task/$1/stat" | awk '{ print $12 + $13 }'; }
 
 mkdir "$cgdir" || fail "cannot create $cgdir"
 private_bus_start "$tmp"
@@ -124,9 +140,16 @@ measure() { # label binary processes
         # the dumps (a walk of the table each) fall outside the window
         dump; local tc0 n0 tc1 n1 ec0 ec1
         tc0=$(get total_tick_cpu_usec) n0=$(get ticks) ec0=$(get events_cpu_usec)
-        c0=$(ticks "$daemon_pid") t0=$(ms)
+        local p0 p1 l0 l1
+        local k0 k1
+        k0=$(kids_ticks "$daemon_pid") p0=$(proc_ticks "$daemon_pid") l0=$(loop_ticks "$daemon_pid") t0=$(ms)
         sleep "$WINDOW"
-        c1=$(ticks "$daemon_pid") t1=$(ms)
+        k1=$(kids_ticks "$daemon_pid") p1=$(proc_ticks "$daemon_pid") l1=$(loop_ticks "$daemon_pid") t1=$(ms)
+        c0=$((k0 + p0)) c1=$((k1 + p1))
+        # us of CPU per second of the window
+        local loop_us=$(( (l1 - l0) * 1000000 / hz * 1000 / (t1 - t0) ))
+        local threads_us=$(( ((p1 - p0) - (l1 - l0)) * 1000000 / hz * 1000 / (t1 - t0) ))
+        local injector_us=$(( (k1 - k0) * 1000000 / hz * 1000 / (t1 - t0) ))
         dump
         tc1=$(get total_tick_cpu_usec) n1=$(get ticks) ec1=$(get events_cpu_usec)
         # an older binary may not count them
@@ -137,23 +160,26 @@ measure() { # label binary processes
         local per_tick=$(( (c1 - c0) * 1000 * 1000 / hz / ((t1 - t0) / 1000) ))
         # per mille with the resync's share: a start-up's CPU every 120 s
         local with_resync=$(( permille + start * 1000 / 120000 ))
+        # The calls take seconds of wall time on a loaded machine, during
+        # which the loop also ticks and handles events: take the loop
+        # thread's rate over the window off, what is left is the calls'.
+        calls() { # method reply-file -> us of the loop thread's CPU per call
+                local a b ta tb
+                a=$(loop_ticks "$daemon_pid") ta=$(ms)
+                for _ in $(seq $CALLS); do
+                        busctl --system call org.ksmtuned2 /org/ksmtuned2 $IFACE "$1" > "$2" || fail "$1"
+                done
+                b=$(loop_ticks "$daemon_pid") tb=$(ms)
+                local us=$(( ((b - a) * 1000000 / hz - loop_us * (tb - ta) / 1000) / CALLS ))
+                echo $(( us > 0 ? us : 0 ))
+        }
         local list_c list_p
-        c0=$(ticks "$daemon_pid")
-        for _ in $(seq $CALLS); do
-                busctl --system call org.ksmtuned2 /org/ksmtuned2 $IFACE ListCgroups > "$tmp/cg.reply" || fail "ListCgroups"
-        done
-        c1=$(ticks "$daemon_pid")
-        list_c=$(( (c1 - c0) * 1000 * 1000 / hz / CALLS ))
-        c0=$(ticks "$daemon_pid")
-        for _ in $(seq $CALLS); do
-                busctl --system call org.ksmtuned2 /org/ksmtuned2 $IFACE ListProcesses > "$tmp/p.reply" || fail "ListProcesses"
-        done
-        c1=$(ticks "$daemon_pid")
-        list_p=$(( (c1 - c0) * 1000 * 1000 / hz / CALLS ))
-        printf '%6d %-7s CPU %2d.%d%% of a core (%2d.%d%% with resync), %6d us/s (tick %6s us, events %6s us/s); start %5d ms; RSS %6d KiB (peak %6d); ListCgroups %6d us (%s), ListProcesses %6d us (%s); load %s\n' \
+        list_c=$(calls ListCgroups "$tmp/cg.reply")
+        list_p=$(calls ListProcesses "$tmp/p.reply")
+        printf '%6d %-7s CPU %2d.%d%% of a core (%2d.%d%% with resync), %6d us/s: loop %6d (tick %5s us, events %5s), threads %5d, injector %5d; start %5d ms; RSS %6d KiB (peak %6d); ListCgroups %6d us (%s), ListProcesses %6d us (%s); load %s\n' \
                 "$3" "$label" $((permille / 10)) $((permille % 10)) $((with_resync / 10)) $((with_resync % 10)) \
-                "$per_tick" "$([ "$tick_cpu" -ge 0 ] && echo "$tick_cpu" || echo "?")" \
-                "$([ "$events_cpu" -ge 0 ] && echo "$events_cpu" || echo "?")" "$start" "$(kib "$daemon_pid" VmRSS)" "$(kib "$daemon_pid" VmHWM)" "$list_c" \
+                "$per_tick" "$loop_us" "$([ "$tick_cpu" -ge 0 ] && echo "$tick_cpu" || echo "?")" \
+                "$([ "$events_cpu" -ge 0 ] && echo "$events_cpu" || echo "?")" "$threads_us" "$injector_us" "$start" "$(kib "$daemon_pid" VmRSS)" "$(kib "$daemon_pid" VmHWM)" "$list_c" \
                 "$(awk '{print $2}' "$tmp/cg.reply")" "$list_p" "$(awk '{print $2}' "$tmp/p.reply")" \
                 "$(cut -d' ' -f1-3 /proc/loadavg)"
         kill -TERM "$daemon_pid"; wait "$daemon_pid"; daemon_pid=
