@@ -92,6 +92,8 @@ typedef struct InjectSyscall {
 typedef enum InjectPhase {
         INJECT_PHASE_SEIZED,            /* attached, target still running */
         INJECT_PHASE_STOPPED,           /* in the interrupt stop, nothing changed */
+        INJECT_PHASE_CHECKED,           /* every check passed, the bytes under the frame read; nothing
+                                         * written yet: the last moment before the first write */
         INJECT_PHASE_FRAME_WRITTEN,     /* fallback frame below the red zone, registers untouched */
         INJECT_PHASE_REGS_SET,          /* injected registers in place, target not resumed */
         INJECT_PHASE_SYSCALL_ENTRY,     /* at an injected call's entry stop */

@@ -110,8 +110,17 @@ typedef struct InjectorReply {
         char data[4096];                /* READ: the file's text or the link's target */
 } InjectorReply;
 
+/* What the injector takes from the root-owned configuration itself rather
+ * than from the daemon's request: InjectIntoSeccomp=. A daemon's
+ * INJECTOR_FLAG_ALLOW_SECCOMP counts only when this says yes too (a
+ * compromised daemon cannot switch the filter checks off); read at each
+ * request that needs it, so it is the files as they are now, with the
+ * daemon's own loader and owner/mode checks (conf.c). > 0 yes, 0 no,
+ * -errno when it cannot be read (taken as no). */
+typedef int (*InjectorConfigReader)(void);
+
 /* `ksmtuned2 --injector`: the supervisor, on fd 3. Returns the exit status. */
-int injector_main(int fd, const char *root_prefix);
+int injector_main(int fd, const char *root_prefix, InjectorConfigReader read_inject_into_seccomp);
 /* `ksmtuned2 --seccomp-reader`: one request on fd (the socket systemd
  * accepted), answered, then the exit status. */
 int seccomp_reader_main(int fd);
@@ -120,8 +129,10 @@ int seccomp_reader_main(int fd);
 typedef struct InjectorClient InjectorClient;
 
 /* Connects to INJECTOR_SOCKET (root_prefix NULL), or forks and execs the
- * supervisor; call before any thread exists. */
-int injector_client_spawn(const char *root_prefix, InjectorClient **ret);
+ * supervisor, with --config=config_path when not NULL (the configuration
+ * the injector reads InjectIntoSeccomp= from; the service reads the default
+ * one); call before any thread exists. */
+int injector_client_spawn(const char *root_prefix, const char *config_path, InjectorClient **ret);
 InjectorClient *injector_client_free(InjectorClient *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(InjectorClient *, injector_client_free);
 int injector_client_supervisor_pid(const InjectorClient *c);

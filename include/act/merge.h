@@ -48,7 +48,9 @@
  * For inject, the action carries what its policy matched
  * (ProcessAction.identity); inject.c checks it again with the thread
  * stopped, and refuses a privileged process unless the policy says
- * InjectPrivileged=yes.
+ * InjectPrivileged=yes. Switching on by any method is refused for a
+ * privileged process first (EPERM), unless InjectPrivileged=yes: merging
+ * exposes it to KSM's side channel whatever the mechanism.
  *
  *
  * Capabilities (for the sandbox, sandbox.c):

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include "macro.h"
+#include "process.h"
 
 /* The last decisions the daemon took, each with its reason, for
  * `ksmctl status`, the bus and the journal ("burst: 2.1 GiB newly
@@ -25,7 +26,7 @@ typedef struct Decision {
         int pid;
         bool owner_known;
         bool owner_pending;             /* for decision_log_resolve_owners() */
-        uid_t uid, euid;                /* the process's real and effective uid, when owner_known */
+        ProcessOwner owner;             /* the process's, when owner_known */
 } Decision;
 
 typedef struct DecisionLog {
@@ -40,10 +41,10 @@ typedef struct DecisionSubject {
         int pid;
         bool owner_known;
         bool resolve;
-        uid_t uid, euid;
+        ProcessOwner owner;
 } DecisionSubject;
 #define DECISION_SUBJECT_PROCESS(p) \
-        ((DecisionSubject) { .pid = (p)->pid, .owner_known = true, .uid = (p)->uid, .euid = (p)->euid })
+        ((DecisionSubject) { .pid = (p)->pid, .owner_known = true, .owner = process_owner_of(p) })
 #define DECISION_SUBJECT_PID(p) ((DecisionSubject) { .pid = (p), .resolve = true })
 
 /* Records a decision about the host (and returns it, e.g. to log it). */
@@ -56,8 +57,7 @@ const Decision *decision_log_add_about(DecisionLog *l, DecisionSubject who, cons
  * false for a process that is gone, whose decisions then stay root's to
  * see. Once only, and right after they were recorded, so a pid reused later
  * is not taken for the process the decision was about. */
-void decision_log_resolve_owners(DecisionLog *l, bool (*owner)(const void *userdata, int pid, uid_t *ret_uid,
-                                                              uid_t *ret_euid),
+void decision_log_resolve_owners(DecisionLog *l, bool (*owner)(const void *userdata, int pid, ProcessOwner *ret),
                                  const void *userdata);
 /* Whether viewer may read d's text: a decision about the host, or about a
  * process viewer may see (process_visible_to()). */

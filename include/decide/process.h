@@ -66,7 +66,8 @@ const char *verdict_refuses_controller(const Verdict *v, bool enable);
  *    binary with the same credentials shows here too; with ASLR off for the
  *    process (setarch -R) such an exec can look the same, and then it is the
  *    same program with the same credentials the policy matched.
- * The privilege facts (dumpable, AT_SECURE) are read only at action time. */
+ * dumpable is read with every refresh (a stat: the bus's visibility rule
+ * needs it), AT_SECURE only at action time. */
 typedef struct ProcessIdentity {
         bool valid;                     /* false: nothing known, nothing to compare */
         uint64_t exe_dev, exe_ino;
@@ -74,10 +75,10 @@ typedef struct ProcessIdentity {
         gid_t gid[4];
         uint64_t cap_permitted;
         uint64_t mm_layout[10];
-        /* At action time only (process_read_identity with privilege): */
         int dumpable;                   /* 1, 0, -1 unknown: its status file is owned by its euid/egid (1)
                                          * or by root (0), as task_dump_owner() decides; for a process whose
                                          * euid and egid are root's the owner tells nothing (-1) */
+        /* At action time only (process_read_identity with privilege): */
         int secure_exec;                /* AT_SECURE of auxv: its exec gained privileges (setuid, setgid,
                                          * file capabilities); -1 unknown */
 } ProcessIdentity;
@@ -108,6 +109,13 @@ typedef struct ProcessIndexState {
         uint64_t savings_pages;         /* what it added to that group */
         int64_t savings_profit;
 } ProcessIndexState;
+
+/* What decides who may see a process's details (process_owner_visible_to()). */
+typedef struct ProcessOwner {
+        uid_t uid, euid, suid;          /* real, effective, saved */
+        gid_t gid, egid, sgid;
+        int dumpable;                   /* as ProcessIdentity.dumpable: 1, 0, -1 unknown */
+} ProcessOwner;
 
 /* What is known about one process (a thread group), by its pid. */
 typedef struct Process {
@@ -173,16 +181,30 @@ typedef struct Process {
 int process_merging_enabled(const Process *p);
 
 /* Who may see a process's details (its name, cgroup, unit, executable, KSM
- * figures, verdict): root, and a viewer whose uid is both the process's
- * real and effective uid. That is the part of the kernel's own rule for
- * /proc/PID/ksm_stat (PTRACE_MODE_READ_FSCREDS: the caller's fsuid equal to
- * the target's real, effective and saved uid, or CAP_SYS_PTRACE) that the
- * daemon knows of a process: a setuid program a user started (euid 0) is
- * not theirs to see, as the kernel says. (uid_t) -1, a viewer whose
- * credentials are unknown, sees none. ksmtuned2(8), "What callers see". */
-bool process_owner_visible_to(uid_t uid, uid_t euid, uid_t viewer);
+ * figures, verdict): root, and a viewer whose uid is the process's real,
+ * effective and saved uid, when the process is dumpable and its real,
+ * effective and saved gids are one. That is the kernel's own rule for
+ * /proc/PID/ksm_stat (__ptrace_may_access() in PTRACE_MODE_READ_FSCREDS: the
+ * caller's fsuid equal to the target's uid, euid and suid, its fsgid to the
+ * target's gid, egid and sgid, and the target's mm dumpable, or
+ * CAP_SYS_PTRACE) as far as the daemon knows its caller, by uid only: a
+ * setuid program a user started (euid 0), a daemon that dropped to the
+ * user's uid keeping root as its saved uid, or a process of theirs that
+ * made itself non-dumpable is not theirs to see, as the kernel says; one
+ * whose gids differ is nobody's but root's (no caller's single gid can
+ * equal them all). Unknown dumpability counts as not dumpable. (uid_t) -1,
+ * a viewer whose credentials are unknown, sees none. ksmtuned2(8), "What
+ * callers see". */
+bool process_owner_visible_to(const ProcessOwner *o, uid_t viewer);
+static inline ProcessOwner process_owner_of(const Process *p) {
+        const ProcessIdentity *id = &p->identity;
+        return (ProcessOwner) { .uid = p->uid, .euid = p->euid, .suid = id->uid[2],
+                                .gid = id->gid[0], .egid = id->gid[1], .sgid = id->gid[2],
+                                .dumpable = id->dumpable };
+}
 static inline bool process_visible_to(const Process *p, uid_t viewer) {
-        return process_owner_visible_to(p->uid, p->euid, viewer);
+        ProcessOwner o = process_owner_of(p);
+        return process_owner_visible_to(&o, viewer);
 }
 
 /* Mergeable memory ksmd has not met yet in this process, in pages: its

@@ -35,6 +35,7 @@
 static const char *const inject_phase_table[_INJECT_PHASE_MAX] = {
         [INJECT_PHASE_SEIZED] = "seized",
         [INJECT_PHASE_STOPPED] = "stopped",
+        [INJECT_PHASE_CHECKED] = "checked",
         [INJECT_PHASE_FRAME_WRITTEN] = "frame-written",
         [INJECT_PHASE_REGS_SET] = "regs-set",
         [INJECT_PHASE_SYSCALL_ENTRY] = "syscall-entry",
@@ -313,11 +314,27 @@ static int detach(Injector *j) {
 }
 
 /* Writes into the stopped tracee with PTRACE_POKEDATA, a word at a time.
- * It is bound to the task we seized: should the process exec meanwhile (a
- * sibling thread's execve() kills every other thread and takes over the
- * leader's tid), the task under that tid is no tracee of ours and the
- * write fails (ESRCH) instead of landing in the new image, as
- * process_vm_writev() by tid number would. It needs only the ptrace attach
+ * It is bound to the task we seized: should the process exec meanwhile,
+ * the task under that tid is no tracee of ours and the write fails (ESRCH)
+ * instead of landing in the new image, as process_vm_writev() by tid
+ * number would. What 6.18 does when a sibling of our stopped tracee execs
+ * (tests/kernel/test-inject-trust, test_sibling_exec*):
+ *  - de_thread() SIGKILLs every other thread; a fatal signal wakes a
+ *    tracee from its ptrace stop (unless a ptrace request of ours is under
+ *    way at that instant: the kernel kills it as the request ends).
+ *  - Our tracee is the leader: the exec'ing thread waits only for it to be
+ *    a zombie, then takes over its pid (exchange_tids) and releases it
+ *    silently (EXIT_DEAD, release_task: no exit report, waitpid() on that
+ *    pid is ECHILD). The new image runs under the very pid we were
+ *    writing by, untraced (TracerPid 0), and no PTRACE_EVENT_EXEC comes to
+ *    us (it goes to the exec'ing thread's tracer, and that is not us).
+ *    Every ptrace request on the pid is ESRCH from then on; a write by
+ *    pid number (process_vm_writev) would land in the new image.
+ *  - Our tracee is another thread: it stays a zombie that only we can
+ *    reap, and the exec waits in de_thread() until we do (until then
+ *    pid's status shows the old image, State Z). ptrace requests are
+ *    ESRCH; reap_exited() collects it, which lets the exec finish.
+ * It needs only the ptrace attach
  * right (CAP_SYS_PTRACE); opening /proc/PID/mem for writing would also
  * need CAP_DAC_OVERRIDE for another user's process. Like mem, it writes
  * with FOLL_FORCE, through page protections: scratch_fits() is what keeps
@@ -574,6 +591,7 @@ static int write_frame(Injector *j) {
                 uint32_t magic2 = FP_XSTATE_MAGIC2;
                 memcpy(blob + (fp_addr - frame_addr) + fp_size - 4, &magic2, 4);
         }
+        hook(j, INJECT_PHASE_CHECKED);
         j->scratch_written = true;
         if (!write_target(j, frame_addr, blob, len)) {
                 /* ESRCH: no tracee of ours under that tid any more (an exec
@@ -1055,6 +1073,12 @@ static int attempt(Injector *j, int pidfd, InjectSyscall *calls, size_t n, Injec
                 if (r == -EFAULT)
                         r = refuse(s, r, "its stack pointer is not on a thread stack with room below it "
                                           "(sigaltstack or coroutine stack?)");
+                else if (r == -ESRCH && pidfd_alive(pidfd) < 0)
+                        r = refuse(s, r, "exited before the first write; nothing written");
+                else if (r == -ESRCH)
+                        /* The process lives on, our thread does not: an exec. */
+                        r = refuse(s, r, "thread %d is no tracee of ours any more (an exec in pid %d ended it "
+                                          "after the checks); nothing written", j->tid, j->pid);
         }
         if (r != 0) {
                 /* Nothing changed but perhaps the bytes below its stack. */

@@ -87,7 +87,7 @@ static InjectorClient *client_new(int fd, pid_t pid, bool service) {
         return c;
 }
 
-int injector_client_spawn(const char *root_prefix, InjectorClient **ret) {
+int injector_client_spawn(const char *root_prefix, const char *config_path, InjectorClient **ret) {
         int sp[2];
         if (isempty(root_prefix)) {
                 int service_pid;
@@ -120,11 +120,16 @@ int injector_client_spawn(const char *root_prefix, InjectorClient **ret) {
                 int fd = fcntl(sp[1], F_DUPFD, 100);
                 if (fd < 0 || dup2(fd, 3) < 0 || syscall(SYS_close_range, 4, ~0U, 0) < 0)
                         _exit(127);
-                char root_arg[4096 + 16];
-                char *argv[] = { (char *) "ksmtuned2", (char *) "--injector", NULL, NULL };
+                char root_arg[4096 + 16], config_arg[4096 + 16];
+                char *argv[] = { (char *) "ksmtuned2", (char *) "--injector", NULL, NULL, NULL };
+                size_t k = 2;
                 if (root_prefix && *root_prefix) {
                         snprintf(root_arg, sizeof root_arg, "--root=%s", root_prefix);
-                        argv[2] = root_arg;
+                        argv[k++] = root_arg;
+                }
+                if (config_path) {
+                        snprintf(config_arg, sizeof config_arg, "--config=%s", config_path);
+                        argv[k++] = config_arg;
                 }
                 execv("/proc/self/exe", argv);
                 _exit(127);

@@ -419,6 +419,9 @@ static int fetch_filters(int ctl, const InjectorRequest *req, int pidfd, FilterS
         return 0;
 }
 
+/* injector_main()'s: inherited by the workers it forks. */
+static InjectorConfigReader read_inject_into_seccomp;
+
 static void serve_inject(const Root *root, int ctl, const InjectorRequest *req, int pidfd, InjectorReply *rep) {
         Checked t = { .pid_dirfd = -EBADF };
         FilterSet fs = { .pid_dirfd = -EBADF };
@@ -429,7 +432,19 @@ static void serve_inject(const Root *root, int ctl, const InjectorRequest *req, 
         }
         if (check_target(root, req, pidfd, rep, &t) < 0)
                 return;
-        bool allow_seccomp = req->flags & INJECTOR_FLAG_ALLOW_SECCOMP;
+        /* The daemon's word alone does not switch the filter checks off: a
+         * compromised daemon would ask for it. Only when the root-owned
+         * configuration says InjectIntoSeccomp=yes too; else the filters are
+         * read and run, as for InjectIntoSeccomp=no. */
+        bool allow_seccomp = false;
+        if ((req->flags & INJECTOR_FLAG_ALLOW_SECCOMP) && t.status.seccomp == 2) {
+                int k = read_inject_into_seccomp ? read_inject_into_seccomp() : -ENOSYS;
+                allow_seccomp = k > 0;
+                if (!allow_seccomp)
+                        log_notice("injector: pid %d: the daemon asked to inject without running its seccomp filters, "
+                                   "but the configuration %s: its filters decide.", req->pid,
+                                   k == 0 ? "says InjectIntoSeccomp=no" : "cannot be read or trusted");
+        }
         MergeContext ctx = {
                 .root = root,
                 .inject_seccomp = allow_seccomp,
@@ -752,11 +767,12 @@ static void supervisor_kill(const InjectorRequest *req, InjectorReply *rep) {
         reply_set(rep, INJECTOR_REFUSED, ESRCH, "pid %d is not a worker of this injector", req->pid);
 }
 
-int injector_main(int fd, const char *root_prefix) {
+int injector_main(int fd, const char *root_prefix, InjectorConfigReader read_seccomp_setting) {
         _cleanup_close_ int conn = -EBADF;
         int r;
 
         root_prefix_arg = root_prefix;
+        read_inject_into_seccomp = read_seccomp_setting;
         supervisor_pid = getpid();
         if (sd_listen_fds(true) == 1) {
                 /* ksmtuned2-injector.service: systemd passes the listening

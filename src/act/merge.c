@@ -15,6 +15,7 @@
 #include "log.h"
 #include "merge.h"
 #include "proc-maps.h"
+#include "process-read.h"
 #include "procfs.h"
 #include "string-table.h"
 #include "syscalls.h"
@@ -820,6 +821,36 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                                                                                a->start_time_ticks))) {
                 if (!rec->merge_any && map_list_copy(&rec->ranges, &exact) < 0)
                         return -ENOMEM;
+        }
+
+        /* Switching merging on exposes a process to KSM's side channel
+         * whatever the mechanism, so InjectPrivileged= decides for every
+         * method, not only for inject: a setuid program that a user's
+         * symlink gave a policy's Comm= is not merged on their behalf by
+         * process_ksm or remote madvise either. Those calls check the
+         * daemon against the target themselves (PTRACE_MODE_READ_FSCREDS,
+         * on its credentials at the call, through the pidfd): without
+         * CAP_SYS_PTRACE, under the sandbox, that already refuses every
+         * other user's and every non-dumpable process, race-free; this
+         * check is what holds with Sandbox=no (an exec between it and the
+         * call is then not seen). AT_SECURE is unknown here without
+         * CAP_SYS_PTRACE (auxv); inject checks everything again, stopped.
+         * Switching off is never refused: it only takes exposure away. */
+        if (a->action == MERGE_ACTION_ENABLE && !a->inject_privileged) {
+                ProcessIdentity now;
+                char why[128];
+                r = process_read_identity(pid_dirfd, true, &now);
+                if (r == -ENOMEM)
+                        return r;
+                if (r >= 0 && process_identity_privileged(&now, why, sizeof why)) {
+                        o->used = a->method;
+                        o->kind = MERGE_OUTCOME_REFUSED;
+                        o->error = EPERM;
+                        /* Worded as inject.c's own refusal of it. */
+                        set_text(o, "method %s refused: EPERM (pid %d is %s; InjectPrivileged=no)",
+                                 merge_method_to_string(a->method), a->pid, why);
+                        return 0;
+                }
         }
 
         MergeMethod chain[3];

@@ -192,6 +192,10 @@ static const char *const worker_list[] = {
         "gettid", "getppid", "futex", "sched_yield",
         /* inject.c reopens the target's mem after the stop into the same descriptor */
         "dup3",
+        /* the inject worker reads InjectIntoSeccomp= with the daemon's loader:
+         * its owner checks apply as root (conf_trust_checks), and realpath()
+         * resolves the directories it checks */
+        "geteuid", "readlink",
 };
 
 unsigned sandbox_allow_list_size(void) {

@@ -261,6 +261,19 @@ static int run_daemon(void) {
         return r < 0 ? EXIT_FAIL : EXIT_OK;
 }
 
+/* The injector's own reading of InjectIntoSeccomp= (injector.h): the
+ * configuration the daemon was started with (--config, else the default
+ * files and drop-ins), with the same loader and owner/mode checks. What is
+ * wrong with it goes to the log; a configuration that cannot be trusted or
+ * read says no. */
+static int injector_read_inject_into_seccomp(void) {
+        _cleanup_(config_done) Config cfg = {};
+        int r = config_load_logged(&cfg, arg_config_path, NULL, /* diag_stream= */ NULL);
+        if (r < 0)
+                return r;
+        return cfg.inject_seccomp;
+}
+
 static int run(int argc, char *argv[]) {
         int r;
 
@@ -273,7 +286,7 @@ static int run(int argc, char *argv[]) {
         /* The injector's supervisor, on fd 3 (injector.h); the seccomp reader
          * on the socket systemd accepted (ksmtuned2-seccomp-reader@.service). */
         if (arg_injector)
-                return injector_main(3, arg_root);
+                return injector_main(3, arg_root, injector_read_inject_into_seccomp);
         if (arg_seccomp_reader)
                 return seccomp_reader_main(STDIN_FILENO);
         if (arg_bus_introspect)

@@ -92,13 +92,12 @@ const ProcessTable *manager_processes(const Manager *m) {
         return m->discovery ? discovery_processes(m->discovery) : NULL;
 }
 
-static bool process_owner(const void *userdata, int pid, uid_t *ret_uid, uid_t *ret_euid) {
+static bool process_owner(const void *userdata, int pid, ProcessOwner *ret) {
         const ProcessTable *t = manager_processes(userdata);
         const Process *p = t ? process_table_get(t, pid) : NULL;
         if (!p)
                 return false;
-        *ret_uid = p->uid;
-        *ret_euid = p->euid;
+        *ret = process_owner_of(p);
         return true;
 }
 
@@ -522,7 +521,7 @@ int manager_startup(Manager *m) {
          * where the sandbox drops it, and on the real tree (a test tree has
          * no process to inject into). */
         if (m->config.sandbox && !sandbox_running_on_valgrind() && isempty(m->root->prefix)) {
-                r = injector_client_spawn(NULL, &m->injector);
+                r = injector_client_spawn(NULL, m->config_explicit ? m->config_path : NULL, &m->injector);
                 if (r < 0)
                         log_warning_errno(r, "Cannot start the injector process, keeping CAP_SYS_PTRACE in the "
                                              "daemon: %m");

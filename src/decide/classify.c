@@ -55,7 +55,15 @@ static bool any_unit(const PolicyGlobs *g, const char *cgroup) {
         return false;
 }
 
+/* A policy that keeps the daemon's hands off what it matches: Mode=never,
+ * or Method=none (tuning only). */
+static bool policy_excludes(const Policy *pol) {
+        return pol->mode == POLICY_MODE_NEVER || pol->method == MERGE_METHOD_NONE;
+}
+
 int policy_matches(const Policy *pol, const Process *p) {
+        bool exe_unknown = false;
+
         if (pol->match_invalid)
                 return 0;
         if (pol->cgroup.globs) {
@@ -68,8 +76,17 @@ int policy_matches(const Policy *pol, const Process *p) {
         if (pol->comm.globs && !any_glob(&pol->comm, p->comm, 0))
                 return 0;
         /* '*' in Exe= may cross '/': "/usr/bin/qemu-system-*" and "*\/java" both work. */
-        if (pol->exe.globs && !any_glob(&pol->exe, p->exe, 0))
-                return 0;
+        if (pol->exe.globs && !any_glob(&pol->exe, p->exe, 0)) {
+                /* No executable known (unreadable: the injector that reads
+                 * it for the daemon is gone, a zombie leader, a refused
+                 * read): for a policy that would only take the process in,
+                 * that is no match. But an exclusion by Exe= must not be
+                 * skipped for want of a fact, or a broader policy further on
+                 * takes the very process it was written to protect. */
+                if (p->exe || !policy_excludes(pol))
+                        return 0;
+                exe_unknown = true;
+        }
         if (pol->unit.globs && !any_unit(&pol->unit, p->cgroup))
                 return 0;
         if (pol->vm.globs && !any_glob(&pol->vm, p->vm_name, 0))
@@ -88,7 +105,7 @@ int policy_matches(const Policy *pol, const Process *p) {
                 if (!any_glob(&pol->cmdline, p->cmdline, 0))
                         return 0;
         }
-        return 1;
+        return exe_unknown ? -ENOENT : 1;
 }
 
 static void set_reason(Verdict *v, const char *fmt, ...) _printf_(2, 3);
@@ -131,6 +148,18 @@ void classify_process(const PolicySet *set, const ClassifyContext *ctx, const Pr
                         v.policy_line = w->line;
                         v.method = (MergeMethod) w->method;
                         set_reason(&v, "waiting for the command line (Cmdline=)");
+                        *ret = v;
+                        return;
+                }
+                if (m == -ENOENT) {
+                        /* An exclusion that may hold: touch nothing (Method=none
+                         * keeps the controller off it too) until exe is known. */
+                        const Policy *w = &set->policies[i];
+                        v.action = VERDICT_WAIT;
+                        strscpy(v.policy_file, sizeof v.policy_file, w->path);
+                        v.policy_line = w->line;
+                        set_reason(&v, "executable unknown (unreadable); this policy's Exe= may match, and it "
+                                       "says %s: waiting", w->mode == POLICY_MODE_NEVER ? "Mode=never" : "Method=none");
                         *ret = v;
                         return;
                 }

@@ -17,8 +17,7 @@ _printf_(4, 0) static const Decision *log_add(DecisionLog *l, DecisionSubject wh
         d->pid = who.pid;
         d->owner_known = who.pid > 0 && who.owner_known;
         d->owner_pending = who.pid > 0 && !who.owner_known && who.resolve;
-        d->uid = who.uid;
-        d->euid = who.euid;
+        d->owner = who.owner;
         l->total++;
         return d;
 }
@@ -39,22 +38,21 @@ const Decision *decision_log_add_about(DecisionLog *l, DecisionSubject who, cons
         return d;
 }
 
-void decision_log_resolve_owners(DecisionLog *l, bool (*owner)(const void *userdata, int pid, uid_t *ret_uid,
-                                                              uid_t *ret_euid),
+void decision_log_resolve_owners(DecisionLog *l, bool (*owner)(const void *userdata, int pid, ProcessOwner *ret),
                                  const void *userdata) {
         for (size_t i = 0; i < DECISION_RING_SIZE; i++) {
                 Decision *d = &l->ring[i];
                 if (!d->owner_pending)
                         continue;
                 d->owner_pending = false;
-                d->owner_known = owner(userdata, d->pid, &d->uid, &d->euid);
+                d->owner_known = owner(userdata, d->pid, &d->owner);
         }
 }
 
 bool decision_visible_to(const Decision *d, uid_t viewer) {
         if (d->pid <= 0 || viewer == 0)
                 return true;
-        return d->owner_known && process_owner_visible_to(d->uid, d->euid, viewer);
+        return d->owner_known && process_owner_visible_to(&d->owner, viewer);
 }
 
 unsigned decision_log_size(const DecisionLog *l) {

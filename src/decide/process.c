@@ -39,10 +39,13 @@ const char *verdict_refuses_controller(const Verdict *v, bool enable) {
         return NULL;
 }
 
-bool process_owner_visible_to(uid_t uid, uid_t euid, uid_t viewer) {
+bool process_owner_visible_to(const ProcessOwner *o, uid_t viewer) {
         if (viewer == (uid_t) -1)
                 return false;
-        return viewer == 0 || (viewer == uid && viewer == euid);
+        if (viewer == 0)
+                return true;
+        return viewer == o->uid && viewer == o->euid && viewer == o->suid && o->gid == o->egid &&
+               o->egid == o->sgid && o->dumpable == 1;
 }
 
 const char *process_identity_changed(const ProcessIdentity *then, const ProcessIdentity *now, char *buf, size_t n) {

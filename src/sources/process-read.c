@@ -44,6 +44,19 @@ static int read_cgroup(int pid_dirfd, char **ret) {
         return cgroup_parse_proc_path(text, ret);
 }
 
+/* task_dump_owner(): the files of a process that is not dumpable belong to
+ * root (of its mm's user namespace), the others to its euid and egid --
+ * except the directory itself, which is why status is asked. A root process
+ * looks the same either way (-1). A stat: no lock of the target's. */
+static int read_dumpable(int pid_dirfd, const ProcStatus *ps) {
+        struct stat owner;
+        if (ps->uid_effective == 0 && ps->gid_effective == 0)
+                return -1;
+        if (fstatat(pid_dirfd, "status", &owner, 0) < 0)
+                return -1;
+        return owner.st_uid == ps->uid_effective && owner.st_gid == ps->gid_effective;
+}
+
 /* The identity (process.h) from the stat and status already read, and the
  * executable itself. */
 static void identity_fill(int pid_dirfd, const ProcStat *st, const ProcStatus *ps, ProcessIdentity *ret) {
@@ -52,7 +65,7 @@ static void identity_fill(int pid_dirfd, const ProcStat *st, const ProcStatus *p
                 .uid = { ps->uid_real, ps->uid_effective, ps->uid_saved, ps->uid_fs },
                 .gid = { ps->gid_real, ps->gid_effective, ps->gid_saved, ps->gid_fs },
                 .cap_permitted = ps->cap_permitted,
-                .dumpable = -1,
+                .dumpable = read_dumpable(pid_dirfd, ps),
                 .secure_exec = -1,
         };
         memcpy(ret->mm_layout, st->mm_layout, sizeof ret->mm_layout);
@@ -86,7 +99,6 @@ static int read_secure_exec(int pid_dirfd) {
 int process_read_identity(int pid_dirfd, bool privilege, ProcessIdentity *ret) {
         ProcStat st;
         ProcStatus ps;
-        struct stat owner;
         int r;
 
         r = procfs_read_stat(pid_dirfd, &st);
@@ -98,13 +110,6 @@ int process_read_identity(int pid_dirfd, bool privilege, ProcessIdentity *ret) {
         identity_fill(pid_dirfd, &st, &ps, ret);
         if (!privilege)
                 return 0;
-        /* task_dump_owner(): the files of a process that is not dumpable
-         * belong to root (of its mm's user namespace), the others to its
-         * euid and egid -- except the directory itself, which is why
-         * status is asked. A root process looks the same either way. */
-        if (fstatat(pid_dirfd, "status", &owner, 0) >= 0 && !(ps.uid_effective == 0 && ps.gid_effective == 0)) {
-                ret->dumpable = owner.st_uid == ps.uid_effective && owner.st_gid == ps.gid_effective;
-        }
         ret->secure_exec = read_secure_exec(pid_dirfd);
         return 0;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -93,16 +94,33 @@ static uint64_t start_time(int pid) {
         return st.start_time_ticks;
 }
 
+/* The configuration the injector reads InjectIntoSeccomp= from (--config),
+ * in a directory of root's alone, rewritten by the tests. */
+static char conf_dir[] = "/tmp/ksmtuned2-injector-conf.XXXXXX";
+static char conf_path[sizeof conf_dir + 32];
+
+static void write_conf(const char *text, mode_t mode) {
+        FILE *f = fopen(conf_path, "we");
+        assert_non_null(f);
+        assert_true(fputs(text, f) >= 0);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(chmod(conf_path, mode), 0);
+}
+
 static int setup(void **state) {
         int sp[2];
         const char *exe = getenv("KSMTUNED2");
-        if (geteuid() != 0 || !exe)
+        if (geteuid() != 0 || !exe || !mkdtemp(conf_dir))
                 return -1;
+        snprintf(conf_path, sizeof conf_path, "%s/ksmtuned2.conf", conf_dir);
+        write_conf("[Daemon]\nInjectIntoSeccomp=no\n", 0644);
         assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
         sup_pid = fork();
         if (sup_pid == 0) {
+                char arg[sizeof conf_path + 16];
+                snprintf(arg, sizeof arg, "--config=%s", conf_path);
                 dup2(sp[1], 3);
-                execl(exe, "ksmtuned2", "--injector", NULL);
+                execl(exe, "ksmtuned2", "--injector", arg, NULL);
                 _exit(127);
         }
         close(sp[1]);
@@ -119,6 +137,8 @@ static int teardown(void **state) {
         /* EOF ends them all; reap the supervisor, bounded. */
         for (int i = 0; i < 200 && waitpid(sup_pid, NULL, WNOHANG) == 0; i++)
                 usleep(10000);
+        unlink(conf_path);
+        rmdir(conf_dir);
         return 0;
 }
 
@@ -281,12 +301,16 @@ static pid_t filtered(bool kill_prctl) {
         return p;
 }
 
-static void inject(pid_t p, MergeAction a, InjectorReply *rep) {
+static void inject_flags(pid_t p, MergeAction a, uint32_t flags, InjectorReply *rep) {
         int pfd = sys_pidfd_open(p, 0);
         InjectorRequest req = { .op = INJECTOR_OP_INJECT, .pid = p, .arg = a, .start_time_ticks = start_time(p),
-                                .merge_any = merge_any(p) };
+                                .merge_any = merge_any(p), .flags = flags };
         assert_int_equal(request(inject_fd, &req, pfd, rep, NULL), sizeof *rep);
         close(pfd);
+}
+
+static void inject(pid_t p, MergeAction a, InjectorReply *rep) {
+        inject_flags(p, a, 0, rep);
 }
 
 static void test_inject(void **state) {
@@ -324,6 +348,50 @@ static void test_seccomp(void **state) {
                 fail_msg("filter that allows prctl: %s (%s)", strerrorname_np(rep.error), rep.reason);
         assert_true(merge_any(allow));
         assert_int_equal(waitpid(allow, &status, WNOHANG), 0);
+
+        kill(deny, SIGKILL);
+        kill(allow, SIGKILL);
+        waitpid(deny, NULL, 0);
+        waitpid(allow, NULL, 0);
+}
+
+/* A daemon asking for InjectIntoSeccomp=yes (INJECTOR_FLAG_ALLOW_SECCOMP)
+ * gets it only when the root-owned configuration says so too: with no
+ * there, or a file others may write, the filters still decide (the target
+ * whose filter kills on prctl would otherwise die of the injection). */
+static void test_seccomp_flag_needs_config(void **state) {
+        InjectorReply rep;
+        int status;
+        pid_t deny = filtered(true), allow = filtered(false);
+
+        const struct {
+                const char *text;
+                mode_t mode;
+        } refusing[] = {
+                { "[Daemon]\nInjectIntoSeccomp=no\n", 0644 },
+                { "[Daemon]\nInjectIntoSeccomp=yes\n", 0666 }, /* not root's alone: not read at all */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(refusing); i++) {
+                write_conf(refusing[i].text, refusing[i].mode);
+                inject_flags(deny, MERGE_ACTION_ENABLE, INJECTOR_FLAG_ALLOW_SECCOMP, &rep);
+                fprintf(stderr, "InjectIntoSeccomp asked, configuration %d (mode %o): %s (%s)\n", (int) i,
+                        (unsigned) refusing[i].mode, strerrorname_np(rep.error) ?: "0", rep.reason);
+                if (rep.error != EACCES || !strstr(rep.reason, "seccomp filter would kill the process on syscall 157"))
+                        fail_msg("InjectIntoSeccomp=yes asked against the configuration: %s (%s)",
+                                 strerrorname_np(rep.error) ?: "0", rep.reason);
+                assert_int_equal(waitpid(deny, &status, WNOHANG), 0);
+                assert_false(merge_any(deny));
+                assert_string_equal(status_field(deny, "TracerPid"), "0");
+        }
+
+        /* Both say yes: injected without running the filters. */
+        write_conf("[Daemon]\nInjectIntoSeccomp=yes\n", 0644);
+        inject_flags(allow, MERGE_ACTION_ENABLE, INJECTOR_FLAG_ALLOW_SECCOMP, &rep);
+        if (rep.error)
+                fail_msg("InjectIntoSeccomp=yes on both sides: %s (%s)", strerrorname_np(rep.error), rep.reason);
+        assert_true(merge_any(allow));
+        assert_int_equal(waitpid(allow, &status, WNOHANG), 0);
+        write_conf("[Daemon]\nInjectIntoSeccomp=no\n", 0644);
 
         kill(deny, SIGKILL);
         kill(allow, SIGKILL);
@@ -417,6 +485,7 @@ int main(void) {
                 cmocka_unit_test(test_not_a_pidfd),
                 cmocka_unit_test(test_inject),
                 cmocka_unit_test(test_seccomp),
+                cmocka_unit_test(test_seccomp_flag_needs_config),
                 cmocka_unit_test(test_read),
                 cmocka_unit_test(test_figures),
                 cmocka_unit_test(test_kill_worker),

@@ -6,6 +6,9 @@
  *   trust-target --undumpable
  *   trust-target --thread-seccomp
  *   trust-target --io-uring
+ *   trust-target --sibling-exec
+ *   trust-target --sibling-exec-other
+ *   trust-target --keep-saved-root UID GID
  *
  * Each prints "ready PID 0x1" and answers lines on stdin until EOF:
  * "ping" -> "pong"; "report" -> a mode's figures. --exec answers "exec"
@@ -21,9 +24,25 @@
  * and that no SIGUSR1 that arrived during the wait is still pending (it
  * must have been handled on the way out): "report" -> "report bad=N
  * iters=N mask=HEX late=N handled=N" (mask: the last wrong one, or the
- * right one). */
+ * right one).
+ * --sibling-exec parks the main thread in pause() (the thread the injector
+ * takes) and serves stdin from a second thread, whose "exec" execv()s
+ * this program again with --serve: an exec by a sibling of the injected
+ * thread, which takes over the main thread's pid. --sibling-exec-other
+ * parks the main thread in ppoll() with a temporary mask (not taken), a
+ * second thread in pause() (taken) and serves from a third. Both run
+ * without address-space randomisation (re-exec'd with ADDR_NO_RANDOMIZE,
+ * which the new image inherits), so the new image's stack covers the
+ * addresses the old main thread's stack had: a write meant for the old
+ * image would land in the new one's memory, where the test can see it.
+ * --keep-saved-root, started as root, drops to UID and GID as a daemon
+ * that keeps a way back does (setresuid(UID, UID, 0): root stays its saved
+ * uid) and makes itself dumpable again (the uid change cleared it): its
+ * real and effective uid are UID's, but the kernel shows its ksm_stat to
+ * root only (tests/bus/test-bus-visibility.sh). */
 
 #include <errno.h>
+#include <grp.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <poll.h>
@@ -35,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -83,6 +103,32 @@ static void serve(const char *mode, char **exec_argv) {
 static void *serve_thread(void *arg) {
         serve(arg, NULL);
         return NULL;
+}
+
+static void *exec_serve_thread(void *arg) {
+        static char *const again[] = { "/proc/self/exe", "--serve", NULL };
+        serve(arg, (char **) again);
+        return NULL;
+}
+
+static void *pause_thread(void *arg) {
+        (void) arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/* No ASLR for this image and the next one: the main thread's stack sits
+ * where the new image's will. */
+static void without_aslr(char **argv) {
+        int cur = personality(0xffffffff);
+        if (cur < 0 || (cur & ADDR_NO_RANDOMIZE))
+                return;
+        if (personality((unsigned long) cur | ADDR_NO_RANDOMIZE) < 0)
+                return;
+        execv("/proc/self/exe", argv);
+        perror("execv");
+        exit(1);
 }
 
 static void *seccomp_thread(void *arg) {
@@ -161,8 +207,20 @@ int main(int argc, char **argv) {
         pthread_t t;
 
         setvbuf(stdout, NULL, _IOLBF, 0);
+        bool sibling_exec = strcmp(mode, "--sibling-exec") == 0, other = strcmp(mode, "--sibling-exec-other") == 0;
+        if (sibling_exec || other)
+                without_aslr(argv);
         if (strcmp(mode, "--undumpable") == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
                 return 1;
+        if (strcmp(mode, "--keep-saved-root") == 0) {
+                uid_t u = argc > 3 ? (uid_t) strtoul(argv[2], NULL, 10) : 0;
+                gid_t g = argc > 3 ? (gid_t) strtoul(argv[3], NULL, 10) : 0;
+                if (u == 0 || setgroups(0, NULL) < 0 || setresgid(g, g, g) < 0 || setresuid(u, u, 0) < 0 ||
+                    prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) < 0) {
+                        perror("--keep-saved-root");
+                        return 1;
+                }
+        }
         printf("ready %d 0x1\n", getpid());
         fflush(stdout);
 
@@ -186,6 +244,18 @@ int main(int argc, char **argv) {
                 if (pthread_create(&t, NULL, serve_thread, (void *) mode) != 0)
                         return 1;
                 io_uring_loop(&own);
+        }
+        if (sibling_exec || other) {
+                /* Threads in this order: the injector reads task/ in tid
+                 * order and takes the first it may. */
+                if (other && pthread_create(&t, NULL, pause_thread, NULL) != 0)
+                        return 1;
+                if (pthread_create(&t, NULL, exec_serve_thread, (void *) mode) != 0)
+                        return 1;
+                if (other)
+                        park_in_ppoll();
+                for (;;)
+                        pause();
         }
         serve(mode, NULL);
         return 0;

@@ -7,7 +7,9 @@
  * (whose real mask must survive). Only harmless calls are injected and no
  * KSM knob is touched, so it does without the KSM test lock; it kills every
  * process it starts on every exit path itself. */
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
@@ -18,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/user.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -26,6 +30,8 @@
 #include <cmocka.h>
 
 #include "inject.h"
+#include "merge.h"
+#include "probe.h"
 #include "process-read.h"
 #include "procfs.h"
 #include "root.h"
@@ -36,6 +42,7 @@
 #define NOBODY 65534
 
 static Root *root;
+static Probe probe;
 static pid_t children[16];
 static size_t n_children;
 
@@ -160,19 +167,27 @@ static int inject_getppid(int pid, const InjectOptions *o, InjectStats *s) {
         return r;
 }
 
-static void read_line(int fd, char *buf, size_t n) {
+/* One line (without its newline) within timeout_ms; false on a timeout or EOF. */
+static bool read_line_within(int fd, char *buf, size_t n, int timeout_ms) {
+        uint64_t until = now_usec(CLOCK_MONOTONIC) + (uint64_t) timeout_ms * USEC_PER_MSEC;
         size_t got = 0;
         buf[0] = 0;
         while (got < n - 1) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
                 struct pollfd p = { .fd = fd, .events = POLLIN };
-                assert_true(poll(&p, 1, 5000) > 0);
                 char c;
-                assert_int_equal(read(fd, &c, 1), 1);
+                if (now >= until || poll(&p, 1, (int) ((until - now) / USEC_PER_MSEC) + 1) <= 0 || read(fd, &c, 1) != 1)
+                        return false;
                 if (c == '\n')
-                        break;
+                        return true;
                 buf[got++] = c;
                 buf[got] = 0;
         }
+        return true;
+}
+
+static void read_line(int fd, char *buf, size_t n) {
+        assert_true(read_line_within(fd, buf, n, 5000));
 }
 
 /* An exec changes neither pid nor start time: what the policy matched is
@@ -283,6 +298,30 @@ static void test_setuid_refused(void **state) {
         /* A policy that says so explicitly may. */
         o.allow_privileged = true;
         assert_int_equal(inject_getppid(pid, &o, &s), 0);
+        assert_untouched(pid);
+
+        /* Nor does another method switch merging on for it (before any
+         * method is tried: on a kernel without process_ksm or remote
+         * MADV_MERGEABLE too), unless the policy says InjectPrivileged=yes. */
+        MergeContext c = { .root = root, .probe = &probe };
+        for (MergeMethod m = MERGE_METHOD_ANY; m <= MERGE_METHOD_INJECT; m++) {
+                ProcessAction a = { .pid = pid, .start_time_ticks = stat_of(pid).start_time_ticks,
+                                    .action = MERGE_ACTION_ENABLE, .method = m };
+                MergeOutcome out;
+                assert_int_equal(merge_apply_one(&c, &a, &out), 0);
+                fprintf(stderr, "pid %d enable/%s -> %s: %s\n", pid, merge_method_to_string(m),
+                        merge_outcome_kind_to_string(out.kind), out.text);
+                assert_int_equal(out.kind, MERGE_OUTCOME_REFUSED);
+                assert_int_equal(out.error, EPERM);
+                assert_non_null(strstr(out.text, "is setuid or setgid"));
+                assert_non_null(strstr(out.text, "InjectPrivileged=no"));
+                /* Allowed: as far as a dry run goes (nothing merged: no KSM lock here). */
+                a.inject_privileged = true;
+                c.dry_run = true;
+                assert_int_equal(merge_apply_one(&c, &a, &out), 0);
+                c.dry_run = false;
+                assert_true(out.kind == MERGE_OUTCOME_DRY_RUN || out.kind == MERGE_OUTCOME_UNSUPPORTED);
+        }
         assert_untouched(pid);
 
         stop_child(pid);
@@ -409,6 +448,271 @@ static void test_io_uring_mask(void **state) {
         stop(&w);
 }
 
+/* A sibling thread execs between the injector's last check and its first
+ * write (INJECT_PHASE_CHECKED, the phase hook: a function pointer of the
+ * in-process API, which nothing in the shipped daemon or injector sets).
+ * What the kernel does then is in inject.c, above write_target(). The
+ * injection must fail with a clear error and write nothing: not into the
+ * new image, which runs under the very pid the injector writes by when the
+ * injected thread was the leader (its stack is where the old one's was:
+ * trust-target runs both without ASLR); and it must not hold up the exec,
+ * which, when the injected thread was another one, waits until its tracer
+ * reaps it. The injection runs in a child process, as in the daemon, where
+ * the injector is not the target's parent. */
+typedef struct ExecRace {
+        bool fired, leader_case;
+        int r, tid, tracee;
+        char reason[128], why[192];   /* why: what went wrong in the hook, if anything */
+        uint64_t rsp;                 /* the tracee's stack pointer at the stop */
+        uint64_t stack_lo, stack_hi;  /* the new image's [stack] */
+        size_t changed;               /* bytes of it that changed across the write attempt */
+        int tracer_after;             /* TracerPid of pid once the sibling exec'd */
+        int peek_errno;               /* PTRACE_PEEKDATA on the tracee's tid then */
+        char state_after;             /* the tracee's state then */
+} ExecRace;
+
+static Workload *race_target;
+static ExecRace race;
+static uint8_t *race_before;
+
+static int status_field(int pid, const char *task, const char *key) {
+        char path[96], line[256];
+        int v = -1;
+        snprintf(path, sizeof path, "/proc/%d/%s/status", pid, task);
+        FILE *f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof line, f))
+                if (startswith(line, key))
+                        v = atoi(line + strlen(key));
+        fclose(f);
+        return v;
+}
+
+/* The thread this process traces in pid, or -1. */
+static int traced_thread(int pid) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/task", pid);
+        DIR *d = opendir(path);
+        int found = -1;
+        if (!d)
+                return -1;
+        for (struct dirent *de; (de = readdir(d));) {
+                char task[64];
+                int tid;
+                if (safe_atoi(de->d_name, &tid) < 0)
+                        continue;
+                snprintf(task, sizeof task, "task/%d", tid);
+                if (status_field(pid, task, "TracerPid:") == getpid())
+                        found = tid;
+        }
+        closedir(d);
+        return found;
+}
+
+static char task_state(int pid, int tid) {
+        char path[96], buf[512];
+        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return 0;
+        ssize_t k = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (k <= 0)
+                return 0;
+        buf[k] = 0;
+        const char *e = strrchr(buf, ')');
+        return e && e[1] == ' ' ? e[2] : 0;
+}
+
+/* The new image's [stack], read through a mem opened now. */
+static uint8_t *read_stack(int pid, uint64_t *lo, uint64_t *hi) {
+        char path[64], line[512];
+        snprintf(path, sizeof path, "/proc/%d/maps", pid);
+        FILE *f = fopen(path, "re");
+        *lo = *hi = 0;
+        if (!f)
+                return NULL;
+        while (fgets(line, sizeof line, f))
+                if (strstr(line, "[stack]"))
+                        (void) !sscanf(line, "%" SCNx64 "-%" SCNx64, lo, hi);
+        fclose(f);
+        if (*hi <= *lo)
+                return NULL;
+        snprintf(path, sizeof path, "/proc/%d/mem", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        uint8_t *buf = malloc(*hi - *lo);
+        if (fd < 0 || !buf || pread(fd, buf, *hi - *lo, (off_t) *lo) != (ssize_t) (*hi - *lo)) {
+                free(buf);
+                buf = NULL;
+        }
+        if (fd >= 0)
+                close(fd);
+        return buf;
+}
+
+static bool wait_until(bool (*cond)(void), int timeout_ms) {
+        for (int i = 0; i < timeout_ms; i++) {
+                if (cond())
+                        return true;
+                usleep(1000);
+        }
+        return false;
+}
+
+static bool tracee_is_zombie(void) {
+        return task_state(race_target->pid, race.tracee) == 'Z';
+}
+
+static bool new_image_in_read(void) {
+        const long nr = SYS_read;
+        return in_syscall(race_target->pid, &nr);
+}
+
+static void exec_sibling_at_checked(InjectPhase p, void *userdata) {
+        Workload *w = race_target;
+        char line[128];
+        struct user_regs_struct regs;
+
+        if (p != INJECT_PHASE_CHECKED || race.fired)
+                return;
+        race.fired = true;
+        race.tracee = traced_thread(w->pid);
+        race.leader_case = race.tracee == w->pid;
+        if (ptrace(PTRACE_GETREGS, race.tracee, NULL, &regs) == 0)
+                race.rsp = regs.rsp;
+        if (workload_command(w, "exec", line, sizeof line, 30000) < 0 || !streq(line, "exec")) {
+                snprintf(race.why, sizeof race.why, "no \"exec\" from the serving thread: \"%s\"", line);
+                return;
+        }
+        if (race.leader_case) {
+                /* The exec completes without us: the new image says so. */
+                if (!read_line_within(w->stdout_fd, line, sizeof line, 30000) || !startswith(line, "ready")) {
+                        snprintf(race.why, sizeof race.why, "the new image did not start: \"%s\"", line);
+                        return;
+                }
+                if (!wait_until(new_image_in_read, 30000)) {
+                        snprintf(race.why, sizeof race.why, "the new image does not wait on stdin");
+                        return;
+                }
+                race_before = read_stack(w->pid, &race.stack_lo, &race.stack_hi);
+                if (!race_before)
+                        snprintf(race.why, sizeof race.why, "the new image's [stack] cannot be read: %m");
+        } else if (!wait_until(tracee_is_zombie, 30000))
+                /* The exec waits for us to reap our tracee: it cannot be ready yet. */
+                snprintf(race.why, sizeof race.why, "tracee %d did not die in the exec", race.tracee);
+        race.tracer_after = status_field(w->pid, ".", "TracerPid:");
+        race.state_after = task_state(w->pid, race.tracee);
+        errno = 0;
+        if (ptrace(PTRACE_PEEKDATA, race.tracee, (void *) (uintptr_t) race.rsp, NULL) == -1)
+                race.peek_errno = errno;
+}
+
+static void inject_across_exec(Workload *w, ExecRace *ret) {
+        int res[2];
+        assert_int_equal(pipe2(res, O_CLOEXEC), 0);
+        pid_t inj = fork();
+        assert_true(inj >= 0);
+        if (inj == 0) {
+                InjectStats s;
+                race_target = w;
+                race = (ExecRace) {};
+                InjectOptions o = { .phase_hook = exec_sibling_at_checked };
+                int pidfd = sys_pidfd_open(w->pid, 0);
+                InjectSyscall call = { .nr = SYS_getppid };
+                race.r = inject_syscalls(root, pidfd, w->pid, &call, 1, &o, &s);
+                race.tid = s.tid;
+                strscpy(race.reason, sizeof race.reason, s.reason);
+                if (race_before) {
+                        uint64_t lo, hi;
+                        _cleanup_free_ uint8_t *after = read_stack(w->pid, &lo, &hi);
+                        if (!after || lo != race.stack_lo || hi != race.stack_hi)
+                                snprintf(race.why, sizeof race.why, "the new image's [stack] moved or is unreadable");
+                        else
+                                for (size_t i = 0; i < hi - lo; i++)
+                                        race.changed += race_before[i] != after[i];
+                }
+                (void) !write(res[1], &race, sizeof race);
+                _exit(0);
+        }
+        track(inj);
+        close(res[1]);
+        struct pollfd p = { .fd = res[0], .events = POLLIN };
+        assert_true(poll(&p, 1, 120000) > 0);
+        assert_int_equal(read(res[0], ret, sizeof *ret), (ssize_t) sizeof *ret);
+        close(res[0]);
+        assert_int_equal(waitpid(inj, NULL, 0), inj);
+        untrack(inj);
+        fprintf(stderr, "pid %d: tracee %d (%s), sibling exec'd at \"checked\": inject -> %s (%s); then "
+                        "TracerPid %d, tracee state %c, PEEKDATA %s; new [stack] %#" PRIx64 "-%#" PRIx64
+                        " (old rsp %#" PRIx64 "), %zu bytes changed%s%s\n",
+                w->pid, ret->tracee, ret->leader_case ? "the leader" : "not the leader",
+                ret->r < 0 ? strerrorname_np(-ret->r) : "ok", ret->reason, ret->tracer_after,
+                ret->state_after ?: '-', ret->peek_errno ? strerrorname_np(ret->peek_errno) : "ok", ret->stack_lo,
+                ret->stack_hi, ret->rsp, ret->changed, ret->why[0] ? "; " : "", ret->why);
+        assert_true(ret->fired);
+        assert_string_equal(ret->why, "");
+        assert_int_equal(ret->r, -ESRCH);
+        assert_non_null(strstr(ret->reason, "is no tracee of ours any more (an exec in pid"));
+        assert_non_null(strstr(ret->reason, "nothing written"));
+        assert_int_equal(ret->peek_errno, ESRCH);
+}
+
+/* The injected thread is the leader, its sibling execs: the new image takes
+ * over the leader's pid, the number the writes go by. */
+static void test_sibling_exec(void **state) {
+        const char *args[] = { "--sibling-exec", NULL };
+        const long pause_nr = SYS_pause;
+        ExecRace x;
+        Workload w;
+        char line[128];
+
+        assert_int_equal(spawn(&w, args), 0);
+        assert_true(wait_for(in_syscall, w.pid, &pause_nr));
+        ProcessIdentity then = identity_of(w.pid);
+        inject_across_exec(&w, &x);
+        assert_true(x.leader_case);
+        assert_int_equal(x.tid, w.pid);
+        /* The kernel's part: the pid is the exec'ing thread's now, untraced. */
+        assert_int_equal(x.tracer_after, 0);
+        /* The old thread's stack pointer is inside the new image's stack: a
+         * write by pid number would have landed there. */
+        assert_true(x.rsp > x.stack_lo && x.rsp < x.stack_hi);
+        assert_int_equal(x.changed, 0);
+        /* The new image is intact, untraced, and what it is: a new mm. */
+        assert_int_equal(workload_command(&w, "ping", line, sizeof line, 30000), 0);
+        assert_string_equal(line, "pong");
+        assert_untouched(w.pid);
+        char why[96];
+        ProcessIdentity now = identity_of(w.pid);
+        assert_non_null(process_identity_changed(&then, &now, why, sizeof why));
+        stop(&w);
+}
+
+/* The injected thread is another one: it stays a zombie of ours, and the
+ * exec finishes only once the injector has reaped it. */
+static void test_sibling_exec_other(void **state) {
+        const char *args[] = { "--sibling-exec-other", NULL };
+        const long ppoll_nr = SYS_ppoll;
+        ExecRace x;
+        Workload w;
+        char line[128];
+
+        assert_int_equal(spawn(&w, args), 0);
+        assert_true(wait_for(in_syscall, w.pid, &ppoll_nr));
+        inject_across_exec(&w, &x);
+        assert_false(x.leader_case);
+        assert_int_equal(x.tid, x.tracee);
+        assert_int_equal(x.state_after, 'Z');
+        /* Reaped by the injector: the exec went on, the new image runs. */
+        assert_true(read_line_within(w.stdout_fd, line, sizeof line, 30000));
+        assert_non_null(strstr(line, "ready"));
+        assert_int_equal(workload_command(&w, "ping", line, sizeof line, 30000), 0);
+        assert_string_equal(line, "pong");
+        assert_untouched(w.pid);
+        stop(&w);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_exec_since_verdict),
@@ -416,6 +720,8 @@ int main(void) {
                 cmocka_unit_test(test_undumpable_refused),
                 cmocka_unit_test(test_thread_seccomp),
                 cmocka_unit_test(test_io_uring_mask),
+                cmocka_unit_test(test_sibling_exec),
+                cmocka_unit_test(test_sibling_exec_other),
         };
         if (geteuid() != 0) {
                 fprintf(stderr, "SKIP: needs root\n");
@@ -429,7 +735,7 @@ int main(void) {
                 fprintf(stderr, "SKIP: injection needs x86-64\n");
                 return 77;
         }
-        if (root_open(NULL, &root) < 0)
+        if (root_open(NULL, &root) < 0 || probe_run(root, &probe) < 0)
                 return 1;
         int r = cmocka_run_group_tests(tests, NULL, NULL);
         kill_children();

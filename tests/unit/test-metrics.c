@@ -84,17 +84,51 @@ static void test_by_cgroup(void **state) {
         assert_int_equal(s.items[6].processes, 1); /* the kernel thread is not in it */
 }
 
-/* What callers see: a process's details go to root and to a viewer that is
- * both its real and effective uid; nobody else, and never to an unknown
- * viewer. */
+/* A dumpable process of uid u (all three uids), its gids all g. */
+static ProcessOwner owned(uid_t u, gid_t g) {
+        return (ProcessOwner) { .uid = u, .euid = u, .suid = u, .gid = g, .egid = g, .sgid = g, .dumpable = 1 };
+}
+
+static bool visible(ProcessOwner o, uid_t viewer) {
+        return process_owner_visible_to(&o, viewer);
+}
+
+/* What callers see: a process's details go to root and to a viewer that
+ * is its real, effective and saved uid, when it is dumpable and its gids
+ * agree (the kernel's ptrace-read rule); nobody else, and never to an
+ * unknown viewer. */
 static void test_visibility(void **state) {
-        assert_true(process_owner_visible_to(1000, 1000, 0));
-        assert_true(process_owner_visible_to(1000, 1000, 1000));
-        assert_false(process_owner_visible_to(1000, 1000, 1001));
-        assert_false(process_owner_visible_to(1000, 0, 1000));  /* a setuid program the user started */
-        assert_false(process_owner_visible_to(0, 1000, 1000));  /* root's, running as the user */
-        assert_false(process_owner_visible_to(0, 0, (uid_t) -1));
-        assert_false(process_owner_visible_to((uid_t) -1, (uid_t) -1, (uid_t) -1));
+        ProcessOwner o = owned(1000, 1000);
+        assert_true(visible(o, 0));
+        assert_true(visible(o, 1000));
+        assert_false(visible(o, 1001));
+        o.euid = 0; /* a setuid program the user started */
+        assert_false(visible(o, 1000));
+        assert_true(visible(o, 0));
+        o = owned(1000, 1000), o.uid = 0; /* root's, running as the user */
+        assert_false(visible(o, 1000));
+        o = owned(1000, 1000), o.suid = 0; /* dropped to the user's uid, root kept as the saved one */
+        assert_false(visible(o, 1000));
+        o = owned(1000, 1000), o.dumpable = 0; /* PR_SET_DUMPABLE 0, or after a credential change */
+        assert_false(visible(o, 1000));
+        assert_true(visible(o, 0));
+        o.dumpable = -1; /* unknown: as not dumpable */
+        assert_false(visible(o, 1000));
+        o = owned(1000, 1000), o.egid = 5; /* a setgid program: no caller's one gid is all of them */
+        assert_false(visible(o, 1000));
+        o = owned(1000, 1000), o.sgid = 5;
+        assert_false(visible(o, 1000));
+        assert_false(visible(owned(0, 0), (uid_t) -1));
+        assert_false(visible(owned((uid_t) -1, (gid_t) -1), (uid_t) -1));
+
+        /* A Process's owner is read from its identity (uids, gids, dumpable). */
+        Process p = { .uid = 1000, .euid = 1000,
+                      .identity = { .uid = { 1000, 1000, 1000, 1000 }, .gid = { 7, 7, 7, 7 }, .dumpable = 1 } };
+        assert_true(process_visible_to(&p, 1000));
+        p.identity.uid[2] = 0;
+        assert_false(process_visible_to(&p, 1000));
+        p.identity.uid[2] = 1000, p.identity.dumpable = 0;
+        assert_false(process_visible_to(&p, 1000));
 }
 
 /* ListCgroups for a user: the cgroups of its own processes, summed over
@@ -105,8 +139,10 @@ static void test_by_cgroup_visible(void **state) {
         Process *p;
 
         /* web01's emulator thread group 11 and the app's worker are uid 1000's. */
-        PROCESS_TABLE_FOREACH(p, t, i)
-                p->uid = p->euid = (p->pid == 11 || p->pid == 21) ? 1000 : 0;
+        PROCESS_TABLE_FOREACH(p, t, i) {
+                p->uid = p->euid = p->identity.uid[2] = (p->pid == 11 || p->pid == 21) ? 1000 : 0;
+                p->identity.dumpable = 1;
+        }
         assert_int_equal(savings_by_cgroup_visible(t, 0, &all), 0);
         assert_int_equal(all.n, 8);
         assert_int_equal(savings_by_cgroup_visible(t, 1000, &mine), 0);
@@ -124,16 +160,18 @@ static void test_by_cgroup_visible(void **state) {
  * looked up once right after; one whose process is gone is root's. */
 static bool pid8_reused = false;
 
-static bool owner_of(const void *userdata, int pid, uid_t *ret_uid, uid_t *ret_euid) {
+static bool owner_of(const void *userdata, int pid, ProcessOwner *ret) {
         if (pid != 7 && !(pid == 8 && pid8_reused))
                 return false;
-        *ret_uid = *ret_euid = 1000;
+        *ret = owned(1000, 1000);
         return true;
 }
 
 static void test_decision_visibility(void **state) {
         DecisionLog l = {};
-        Process p = { .pid = 5, .uid = 1000, .euid = 1000 };
+        Process p = { .pid = 5, .uid = 1000, .euid = 1000,
+                      .identity = { .uid = { 1000, 1000, 1000, 1000 }, .gid = { 1000, 1000, 1000, 1000 },
+                                    .dumpable = 1 } };
 
         decision_log_add(&l, "tuning", "1.0 GiB newly mergeable");
         decision_log_add_about(&l, DECISION_SUBJECT_PROCESS(&p), "policy", "pid 5 (a): merge");

@@ -624,6 +624,61 @@ static void test_classify(void **state) {
         policy_set_done(&s);
 }
 
+/* An exclusion by Exe= holds a process whose executable is unknown (the
+ * injector that reads it is gone, a zombie leader): it waits instead of
+ * falling through to a broader policy that would merge it. */
+static void test_classify_exe_unknown(void **state) {
+        PolicySet s = {};
+        ConfDiag d = {};
+        ClassifyContext ctx = { .now_boottime_usec = 1000 * USEC_PER_SEC, .self_pid = 99 };
+        _cleanup_free_ char *dir = path_of("exe");
+        char *dirs[] = { dir, NULL };
+        Verdict v;
+
+        fake_write(&tree, "exe/10-vault.policy", "[Match]\nExe=/usr/bin/vault\n[Merge]\nMode=never\n");
+        fake_write(&tree, "exe/20-agent.policy",
+                   "[Match]\nExe=/usr/bin/agent\nUser=1000\n[Merge]\nMethod=none\n");
+        fake_write(&tree, "exe/30-guests.policy", "[Match]\nExe=/usr/bin/qemu-*\n[Merge]\nMode=always\n");
+        fake_write(&tree, "exe/90-all.policy", "[Match]\nCgroup=*\n[Merge]\nMode=always\nMethod=inject\n");
+        assert_int_equal(policy_set_load(dirs, NULL, &s, &d), 0);
+        assert_int_equal(d.n, 0);
+        assert_int_equal(s.n, 4);
+
+        Process p = { .pid = 20, .comm = "vault", .cgroup = "system.slice/vault.service", .cmdline_read = true };
+        assert_int_equal(policy_matches(&s.policies[0], &p), -ENOENT);
+        classify_process(&s, &ctx, &p, &v);
+        assert_int_equal(v.action, VERDICT_WAIT);
+        assert_int_equal(v.method, MERGE_METHOD_NONE);
+        assert_non_null(verdict_refuses_change(&v)); /* the controller may not touch it either */
+        assert_non_null(strstr(v.policy_file, "10-vault.policy"));
+        assert_string_equal(v.reason, "executable unknown (unreadable); this policy's Exe= may match, and it says "
+                                      "Mode=never: waiting");
+        /* known again: the exclusion decides, or the broad policy */
+        p.exe = "/usr/bin/vault";
+        classify_process(&s, &ctx, &p, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        p.exe = "/usr/bin/python3";
+        classify_process(&s, &ctx, &p, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_non_null(strstr(v.policy_file, "90-all.policy"));
+
+        /* Method=none excludes as well, but only where its other keys hold */
+        p.exe = NULL;
+        s.policies[0].match_invalid = true; /* out of the way */
+        p.euid = 1000;
+        classify_process(&s, &ctx, &p, &v);
+        assert_int_equal(v.action, VERDICT_WAIT);
+        assert_non_null(strstr(v.policy_file, "20-agent.policy"));
+        assert_non_null(strstr(v.reason, "Method=none"));
+        /* an including Exe= policy is simply no match: the next one decides */
+        p.euid = 1001;
+        assert_int_equal(policy_matches(&s.policies[2], &p), 0);
+        classify_process(&s, &ctx, &p, &v);
+        assert_int_equal(v.action, VERDICT_MERGE);
+        assert_non_null(strstr(v.policy_file, "90-all.policy"));
+        policy_set_done(&s);
+}
+
 static void test_shipped_policies(void **state) {
         const char *src = getenv("SOURCE_ROOT");
         char dir[1024];
@@ -643,6 +698,20 @@ static void test_shipped_policies(void **state) {
                           .cgroup = "user.slice/user-1000.slice/session-1.scope", .rss_anon_kib = 1 << 20 };
         classify_process(&s, &ctx, &agent, &v);
         assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        /* by name alone (no Exe= of it was ever needed) and renamed (by exe alone):
+         * one [Match] holding both keys would need both to hold */
+        Process db = { .pid = 13, .comm = "redis-server", .exe = "/opt/redis/redis-7.2",
+                       .cgroup = "machine.slice/machine-qemu\\x2d2\\x2ddb.scope/libvirt/emulator",
+                       .rss_anon_kib = 1 << 22, .cmdline_read = true };
+        classify_process(&s, &ctx, &db, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        assert_non_null(strstr(v.policy_file, "10-secrets.policy"));
+        Process renamed = { .pid = 14, .comm = "agent", .exe = "/usr/bin/ssh-agent",
+                            .cgroup = "machine.slice/machine-qemu\\x2d3\\x2dvm.scope/libvirt/emulator",
+                            .rss_anon_kib = 1 << 22, .cmdline_read = true };
+        classify_process(&s, &ctx, &renamed, &v);
+        assert_int_equal(v.action, VERDICT_DONT_MERGE);
+        assert_non_null(strstr(v.policy_file, "10-secrets-exe.policy"));
         Process vm = { .pid = 11, .comm = "qemu-system-x86", .exe = "/usr/bin/qemu-system-x86_64",
                        .cgroup = "machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/emulator",
                        .rss_anon_kib = 1 << 22 };
@@ -771,6 +840,7 @@ int main(void) {
                 cmocka_unit_test(test_trust),
                 cmocka_unit_test(test_glob),
                 cmocka_unit_test(test_classify),
+                cmocka_unit_test(test_classify_exe_unknown),
                 cmocka_unit_test(test_shipped_policies),
                 cmocka_unit_test(test_opt_out_find),
                 cmocka_unit_test(test_override_opt_out),
