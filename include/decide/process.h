@@ -92,6 +92,24 @@ const char *process_identity_changed(const ProcessIdentity *then, const ProcessI
  * owner does not have. NULL if not, else why, in buf. */
 const char *process_identity_privileged(const ProcessIdentity *id, char *buf, size_t n);
 
+struct SavingsIndexGroup;
+
+/* Where the daemon's incremental sums count a process (discovery.c keeps
+ * them current on every change and removal, so that no tick has to walk
+ * the whole table): which verdict and "slow" it is counted under, its
+ * place in the list of processes worth a look each tick, and its share of
+ * its cgroup's savings (savings.h, SavingsIndex). Belongs to the table
+ * entry, not to the incarnation: kept when a reused pid starts over. */
+typedef struct ProcessIndexState {
+        size_t hot_pos;                 /* 1 + its position in that list; 0: not in it */
+        bool verdict_counted;
+        VerdictAction counted_action;
+        bool slow_counted;
+        struct SavingsIndexGroup *savings_group; /* NULL: counted in none */
+        uint64_t savings_pages;         /* what it added to that group */
+        int64_t savings_profit;
+} ProcessIndexState;
+
 /* What decides who may see a process's details (process_owner_visible_to()). */
 typedef struct ProcessOwner {
         uid_t uid, euid, suid;          /* real, effective, saved */
@@ -153,6 +171,8 @@ typedef struct Process {
         char merge_outcome[192];        /* "method inject refused: EBUSY (already traced by pid 77)" */
         int merge_outcome_kind;         /* MergeOutcomeKind */
         uint64_t merge_outcome_usec;    /* CLOCK_MONOTONIC, 0 when none yet */
+
+        ProcessIndexState index;        /* discovery's bookkeeping, see above */
 } Process;
 
 /* Merging is on for the process as far as ksm_stat tells: whole-mm

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "process.h"
+#include "strmap.h"
 
 /* What merging buys, per process and summed per cgroup / VM / unit, for the
  * bus (ListProcesses, ListCgroups) and the metrics file. Pure: it only reads
@@ -31,6 +32,14 @@ typedef struct SavingsTable {
  * merging pages, then profit, then pid. The array holds borrowed pointers
  * into t, valid until t changes. */
 int savings_sorted_processes(const ProcessTable *t, const Process ***ret, size_t *ret_n);
+/* What a bounded reply lists: the user processes viewer may see
+ * (process_visible_to()), *ret_n of them; when they are more than max, the
+ * first max - 1 in that order (found without sorting the rest), sorted,
+ * then the rest in no order, for savings_sum_processes(); else all, sorted.
+ * *ret_shown says how many lead sorted. The same leading entries as
+ * savings_sorted_processes() filtered by viewer. */
+int savings_top_processes(const ProcessTable *t, uid_t viewer, size_t max, const Process ***ret, size_t *ret_n,
+                          size_t *ret_shown);
 
 /* One entry per cgroup that holds at least one user process, largest
  * first (merging pages, then profit, then path). The strings unit and
@@ -43,6 +52,33 @@ int savings_by_cgroup_visible(const ProcessTable *t, uid_t viewer, SavingsTable 
  * cost: linear in processes, whatever the number of cgroups). */
 int savings_by_cgroup_counted(const ProcessTable *t, SavingsTable *ret, uint64_t *ret_probes);
 void savings_table_done(SavingsTable *s);
+
+/* savings_by_cgroup(), kept current as processes change instead of
+ * recomputed from the whole table: the owner of the table calls
+ * savings_index_update() after every change of a process's cgroup or KSM
+ * figures and savings_index_remove() before the process leaves the table,
+ * and savings_index_table() then costs O(cgroups), not O(processes). Each
+ * process remembers its share in p->index (process.h). Unit and VM names
+ * are copied once per cgroup: they are functions of its path
+ * (cgroup_path_get_unit, cgroup_path_get_machine). */
+typedef struct SavingsIndexGroup {
+        CgroupSavings sums;             /* sums.cgroup is the key; unit and vm_name point below */
+        char *unit, *vm_name;
+} SavingsIndexGroup;
+
+typedef struct SavingsIndex {
+        StrMap map;                     /* cgroup path -> position in groups */
+        SavingsIndexGroup **groups;     /* stable: a process points at its group */
+        size_t n_groups, n_alloc;
+        SavingsIndexGroup *unknown;     /* processes whose cgroup is not known */
+        size_t n_empty;                 /* groups with no process left, freed in bulk */
+} SavingsIndex;
+
+int savings_index_update(SavingsIndex *x, Process *p);
+void savings_index_remove(SavingsIndex *x, Process *p);
+/* The same table as savings_by_cgroup() of the processes indexed. */
+int savings_index_table(const SavingsIndex *x, SavingsTable *ret);
+void savings_index_done(SavingsIndex *x);
 
 /* What one unprivileged call may cost is bounded: ListCgroups and
  * ListProcesses answer with the SAVINGS_LIST_MAX largest entries at most,

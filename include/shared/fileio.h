@@ -18,6 +18,11 @@ int read_u64_at(int dirfd, const char *path, uint64_t *ret);
 int write_string_at(int dirfd, const char *path, const char *value);
 /* Atomic replace: write to a temporary file in the same directory, rename. */
 int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);
+/* The same without the fsync(2): atomic for readers (they see the old file
+ * or the new one), not durable across a crash. For a file rewritten every
+ * tick (the metrics), where a flush a second on a disk costs a journal
+ * commit each and a stale copy after a crash is worth nothing. */
+int write_file_replace(const char *path, const char *data, size_t size, unsigned mode);
 /* An empty file or /dev/null (a symlink to it, followed): what masks a
  * file of the same name in a later directory, as in systemd. */
 bool stat_is_null_or_empty(const struct stat *st);

@@ -94,6 +94,7 @@ typedef struct ProcEventsCounters {
         uint64_t datagrams;
         uint64_t overflows;     /* ENOBUFS seen */
         uint64_t malformed;
+        uint64_t cpu_usec;      /* the loop thread's CPU time reading and handling them (callbacks included) */
 } ProcEventsCounters;
 
 void proc_events_get_counters(const ProcEvents *pe, ProcEventsCounters *ret);

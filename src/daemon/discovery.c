@@ -11,6 +11,7 @@
 #include "discovery.h"
 #include "policy-load.h"
 #include "process-read.h"
+#include "savings.h"
 #include "log.h"
 #include "string-table.h"
 #include "util.h"
@@ -74,6 +75,24 @@ struct Discovery {
         uint64_t resync_started_usec;
 
         uint64_t unmet_wake_usec;       /* when unmet_grew was last called */
+
+        /* Kept current on every change and removal of a process (index_update,
+         * drop_process), so that a tick costs what changed, not the table:
+         * with 10,000 processes, walks of the whole table per tick (status
+         * counts, announcements, unmet pages, plans, the metrics' grouping)
+         * cost 3-5% of a core. */
+        uint64_t verdicts[_VERDICT_ACTION_MAX];
+        uint64_t n_slow;
+        Process **hot;                  /* is_hot(): what a tick looks at */
+        size_t n_hot, n_hot_alloc;
+        void *tick_copy;                /* a tick's copy of hot, as pids or pointers */
+        size_t n_tick_copy_alloc;
+        SavingsIndex savings;
+        struct Announce {
+                int pid;
+                uint64_t start_time_ticks;
+        } *announce;                    /* verdicts to announce at the next tick */
+        size_t n_announce, n_announce_alloc;
 };
 
 #define RESYNC_SLICE 256
@@ -139,6 +158,10 @@ Discovery *discovery_free(Discovery *d) {
         proc_events_free(d->events);
         mm_reader_free(d->reader);
         process_table_free(d->table);
+        savings_index_done(&d->savings);
+        free(d->hot);
+        free(d->tick_copy);
+        free(d->announce);
         policy_set_done(&d->policies);
         free(d->pending);
         free(d->latency_usec);
@@ -175,8 +198,128 @@ size_t discovery_exec_latencies(const Discovery *d, uint64_t *buf, size_t n) {
         return k;
 }
 
-/* Classifies p and says so when the outcome changed. */
-static void classify_one(Discovery *d, Process *p) {
+/* Worth a look every tick: a policy matched it (facts refresh, ksm_stat,
+ * plans), it is in KSM (ksm_stat), its ksm_stat is known (its unmet pages
+ * count) or it is slow (the status counts it). The rest of the table
+ * changes only by events and resyncs, which update the sums as they go. */
+static bool is_hot(const Process *p) {
+        return (p->have_verdict && p->verdict.action != VERDICT_LEAVE_ALONE) || p->ksm_merging_pages > 0 ||
+               p->ksm_stat_valid || p->slow;
+}
+
+static void hot_remove(Discovery *d, Process *p) {
+        size_t at = p->index.hot_pos - 1;
+        Process *last = d->hot[--d->n_hot];
+        d->hot[at] = last;
+        last->index.hot_pos = at + 1;
+        p->index.hot_pos = 0;
+}
+
+/* Counts p as it is now, after any change of its facts, verdict, KSM
+ * figures or slowness. -ENOMEM (p is then left out of some sum until its
+ * next change). */
+static int index_update(Discovery *d, Process *p) {
+        ProcessIndexState *x = &p->index;
+
+        if (x->verdict_counted)
+                d->verdicts[x->counted_action]--;
+        x->verdict_counted = p->have_verdict && (unsigned) p->verdict.action < _VERDICT_ACTION_MAX;
+        if (x->verdict_counted) {
+                x->counted_action = p->verdict.action;
+                d->verdicts[x->counted_action]++;
+        }
+        if (x->slow_counted != p->slow) {
+                d->n_slow = p->slow ? d->n_slow + 1 : d->n_slow - 1;
+                x->slow_counted = p->slow;
+        }
+        bool hot = is_hot(p);
+        if (hot && !x->hot_pos) {
+                if (greedy_realloc((void **) &d->hot, &d->n_hot_alloc, d->n_hot + 1, sizeof *d->hot, 64) < 0)
+                        return -ENOMEM;
+                d->hot[d->n_hot++] = p;
+                x->hot_pos = d->n_hot;
+        } else if (!hot && x->hot_pos)
+                hot_remove(d, p);
+        return savings_index_update(&d->savings, p);
+}
+
+void discovery_process_changed(Discovery *d, Process *p) {
+        if (index_update(d, p) < 0)
+                log_oom();
+}
+
+/* Uncounts and removes pid: every removal from the table goes here. */
+static void drop_process(Discovery *d, int pid) {
+        Process *p = process_table_get(d->table, pid);
+        if (!p)
+                return;
+        ProcessIndexState *x = &p->index;
+        if (x->verdict_counted)
+                d->verdicts[x->counted_action]--;
+        if (x->slow_counted)
+                d->n_slow--;
+        if (x->hot_pos)
+                hot_remove(d, p);
+        savings_index_remove(&d->savings, p);
+        process_table_remove(d->table, pid);
+}
+
+int discovery_savings_by_cgroup(const Discovery *d, SavingsTable *ret) {
+        return savings_index_table(&d->savings, ret);
+}
+
+const char *discovery_verify_index(Discovery *d, char *buf, size_t n) {
+        uint64_t verdicts[_VERDICT_ACTION_MAX] = {}, slow = 0, hot = 0;
+        _cleanup_(savings_table_done) SavingsTable whole = {}, kept = {};
+        const Process *p;
+
+        PROCESS_TABLE_FOREACH(p, d->table, i) {
+                if (p->have_verdict && (unsigned) p->verdict.action < _VERDICT_ACTION_MAX)
+                        verdicts[p->verdict.action]++;
+                slow += p->slow;
+                if (is_hot(p) != (p->index.hot_pos != 0) ||
+                    (p->index.hot_pos && (p->index.hot_pos > d->n_hot || d->hot[p->index.hot_pos - 1] != p))) {
+                        snprintf(buf, n, "pid %d is%s in the hot list, should%s be", p->pid,
+                                 p->index.hot_pos ? "" : " not", is_hot(p) ? "" : " not");
+                        return buf;
+                }
+                hot += is_hot(p);
+        }
+        if (hot != d->n_hot)
+                return snprintf(buf, n, "%zu processes in the hot list, %" PRIu64 " hot", d->n_hot, hot), buf;
+        if (slow != d->n_slow)
+                return snprintf(buf, n, "%" PRIu64 " slow counted, %" PRIu64 " slow", d->n_slow, slow), buf;
+        for (VerdictAction a = 0; a < _VERDICT_ACTION_MAX; a++)
+                if (verdicts[a] != d->verdicts[a])
+                        return snprintf(buf, n, "%" PRIu64 " processes counted as %s, %" PRIu64 " are", d->verdicts[a],
+                                        verdict_action_to_string(a), verdicts[a]),
+                               buf;
+        if (savings_by_cgroup(d->table, &whole) < 0 || savings_index_table(&d->savings, &kept) < 0)
+                return snprintf(buf, n, "out of memory"), buf;
+        if (whole.n != kept.n)
+                return snprintf(buf, n, "%zu cgroups summed, %zu have processes", kept.n, whole.n), buf;
+        for (size_t i = 0; i < whole.n; i++) {
+                const CgroupSavings *x = &whole.items[i], *y = &kept.items[i];
+                if (!streq(strempty(x->cgroup), strempty(y->cgroup)) || x->processes != y->processes ||
+                    x->merging_pages != y->merging_pages || x->profit_bytes != y->profit_bytes)
+                        return snprintf(buf, n, "cgroup %s: summed %u processes %" PRIu64 " pages, has %u, %" PRIu64,
+                                        strempty(y->cgroup), y->processes, y->merging_pages, x->processes,
+                                        x->merging_pages),
+                               buf;
+        }
+        return NULL;
+}
+
+/* What announce_verdict() would log for this verdict, once it is announced. */
+static bool verdict_is_news(const Verdict *v) {
+        /* Left alone is news only when a policy matched and the process's
+         * own opt-out decided it: the administrator may wonder why a guest
+         * under 50-vms.policy does not merge. */
+        return !(v->action == VERDICT_LEAVE_ALONE && !v->opted_out) && v->action != VERDICT_WAIT;
+}
+
+/* Classifies p and says so when the outcome changed. -ENOMEM. */
+static int classify_one(Discovery *d, Process *p) {
         ClassifyContext ctx = { .now_boottime_usec = boottime_usec(), .self_pid = d->self_pid };
         Verdict v;
 
@@ -188,12 +331,23 @@ static void classify_one(Discovery *d, Process *p) {
         p->have_verdict = true;
         if (v.needs_cmdline && !p->cmdline_read && !p->slow)
                 (void) mm_reader_queue(d->reader, MM_READ_CMDLINE, p->pid, p->start_time_ticks);
+        int r = index_update(d, p);
+        if (r < 0)
+                return r;
         if (!changed)
-                return;
+                return 0;
         /* Announced at info level only once the process outlived a tick
          * (announce_verdict): a fork-per-connection server under a policy
-         * would otherwise log a line per connection. */
+         * would otherwise log a line per connection. Only a verdict that is
+         * news is queued for it; one that is not becomes news only by
+         * changing again, which queues it then. */
         p->verdict_logged = false;
+        if (verdict_is_news(&v)) {
+                if (greedy_realloc((void **) &d->announce, &d->n_announce_alloc, d->n_announce + 1,
+                                   sizeof *d->announce, 64) < 0)
+                        return -ENOMEM;
+                d->announce[d->n_announce++] = (struct Announce) { p->pid, p->start_time_ticks };
+        }
         if (log_get_max_level() >= LOG_DEBUG) {
                 const char *comm = CESCAPE(p->comm, CESCAPE_ASCII);
                 if (v.action == VERDICT_LEAVE_ALONE)
@@ -203,14 +357,11 @@ static void classify_one(Discovery *d, Process *p) {
                         log_debug("pid %d (%s): %s by %s:%u: %s", p->pid, comm,
                                   verdict_action_to_string(v.action), v.policy_file, v.policy_line, v.reason);
         }
+        return 0;
 }
 
 static void announce_verdict(Discovery *d, Process *p) {
-        /* Left alone is news only when a policy matched and the process's
-         * own opt-out decided it: the administrator may wonder why a guest
-         * under 50-vms.policy does not merge. */
-        if (!p->have_verdict || p->verdict_logged ||
-            (p->verdict.action == VERDICT_LEAVE_ALONE && !p->verdict.opted_out) || p->verdict.action == VERDICT_WAIT)
+        if (!p->have_verdict || p->verdict_logged || !verdict_is_news(&p->verdict))
                 return;
         p->verdict_logged = true;
         const char *comm = CESCAPE(p->comm, CESCAPE_ASCII);
@@ -244,11 +395,13 @@ static int refresh_pid(Discovery *d, int pid, uint64_t exec_ns) {
         if (r < 0) {
                 /* Gone between event and read (or unreadable): expected. */
                 log_debug_errno(r, "pid %d: cannot read its facts, dropping: %m", pid);
-                process_table_remove(d->table, pid);
+                drop_process(d, pid);
                 return 0;
         }
         p->generation = d->generation;
-        classify_one(d, p);
+        r = classify_one(d, p);
+        if (r < 0)
+                return r;
         if (exec_ns)
                 record_latency(d, exec_ns);
         return 1;
@@ -272,11 +425,13 @@ static int refresh_forked(Discovery *d, int pid, int parent_pid) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                process_table_remove(d->table, pid);
+                drop_process(d, pid);
                 return r == -EAGAIN ? r : 0;
         }
         p->generation = d->generation;
-        classify_one(d, p);
+        r = classify_one(d, p);
+        if (r < 0)
+                return r;
         return 1;
 }
 
@@ -325,7 +480,7 @@ static void on_event(const ProcEvent *ev, void *userdata) {
                  * (a leader that exits before its threads leaves a zombie
                  * with no classification worth keeping; a resync re-adds it
                  * if it still has an mm). */
-                process_table_remove(d->table, ev->pid);
+                drop_process(d, ev->pid);
                 (void) pending_add(d, ev->pid, 0, true);
                 break;
         default:
@@ -406,7 +561,7 @@ static void sweep(Discovery *d, uint64_t started_usec) {
         Process *p;
         PROCESS_TABLE_FOREACH(p, d->table, i)
                 if (p->generation != d->generation)
-                        process_table_remove(d->table, p->pid);
+                        drop_process(d, p->pid);
         d->overflowed = false;
         d->full_scans++;
         d->last_scan_done_usec = now_usec(CLOCK_MONOTONIC);
@@ -576,7 +731,8 @@ int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag) {
         policy_set_done(&d->policies);
         d->policies = s;
         PROCESS_TABLE_FOREACH(p, d->table, i)
-                classify_one(d, p);
+                if (classify_one(d, p) < 0)
+                        return -ENOMEM;
         return (int) MIN(s.n_rejected + s.n_kept, (size_t) INT_MAX);
 }
 
@@ -596,6 +752,7 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
                 }
                 p->slow = true;
                 p->slow_since_usec = now;
+                discovery_process_changed(d, p);
                 return;
         }
         if (r->late) {
@@ -605,6 +762,7 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
                 p->slow = false;
                 p->slow_since_usec = 0;
         }
+        discovery_process_changed(d, p); /* slowness may have ended */
         if (r->kind == MM_READ_CMDLINE) {
                 /* Unreadable counts as read: a Cmdline= policy then does
                  * not match, rather than wait forever. */
@@ -615,7 +773,8 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
                 free(p->cmdline);
                 p->cmdline = TAKE_PTR(r->cmdline);
                 p->cmdline_read = true;
-                classify_one(d, p);
+                if (classify_one(d, p) < 0)
+                        log_oom();
                 return;
         }
         if (r->error < 0) {
@@ -627,6 +786,7 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
         p->ksm_stat_valid = true;
         p->ksm_stat_usec = now;
         p->ksm_merging_pages = r->ksm_stat.merging_pages;
+        discovery_process_changed(d, p);
         if (d->opts.unmet_grew && process_unmet_pages(p, page_size()) >= unmet_before + UNMET_WAKE_PAGES &&
             now - d->unmet_wake_usec >= UNMET_WAKE_GAP_USEC) {
                 d->unmet_wake_usec = now;
@@ -636,9 +796,9 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
 
 uint64_t discovery_unmet_pages(Discovery *d) {
         uint64_t ps = page_size(), sum = 0;
-        Process *p;
-        PROCESS_TABLE_FOREACH(p, d->table, i)
-                sum += process_unmet_pages(p, ps);
+        /* Only a process whose ksm_stat is known has unmet pages: all hot. */
+        for (size_t i = 0; i < d->n_hot; i++)
+                sum += process_unmet_pages(d->hot[i], ps);
         return sum;
 }
 
@@ -690,9 +850,23 @@ static int plan_process(Discovery *d, Process *p, uint64_t now, Plan *plan) {
         return 1;
 }
 
+/* A copy of the hot list for a tick to walk while what it does changes the
+ * list (a refresh drops a process that is gone, a verdict leaves it): as
+ * pids when the walk may free entries, else as pointers. NULL on ENOMEM. */
+static void *hot_copy(Discovery *d, bool as_pids) {
+        if (greedy_realloc(&d->tick_copy, &d->n_tick_copy_alloc, d->n_hot + 1, MAX(sizeof(int), sizeof(Process *)),
+                           64) < 0)
+                return NULL;
+        for (size_t i = 0; i < d->n_hot; i++)
+                if (as_pids)
+                        ((int *) d->tick_copy)[i] = d->hot[i]->pid;
+                else
+                        ((Process **) d->tick_copy)[i] = d->hot[i];
+        return d->tick_copy;
+}
+
 int discovery_tick(Discovery *d, Plan *plan) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
-        Process *p;
         int r;
 
         /* Results that arrived since the last dispatch (the eventfd may not
@@ -714,17 +888,40 @@ int discovery_tick(Discovery *d, Plan *plan) {
                                 return r;
                 }
                 /* Between scans the processes a policy matched still change:
-                 * anon RSS grows past MinAnonMiB, age passes MinAge. */
-                PROCESS_TABLE_FOREACH(p, d->table, i)
-                        if (p->have_verdict && p->verdict.action != VERDICT_LEAVE_ALONE) {
+                 * anon RSS grows past MinAnonMiB, age passes MinAge. Those
+                 * are all hot; a refresh may drop one that is gone. */
+                size_t n = d->n_hot;
+                int *pids = hot_copy(d, true);
+                if (!pids)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++) {
+                        Process *p = process_table_get(d->table, pids[i]);
+                        if (p && p->have_verdict && p->verdict.action != VERDICT_LEAVE_ALONE) {
                                 r = refresh_pid(d, p->pid, 0);
                                 if (r == -ENOMEM)
                                         return r;
                         }
+                }
         }
 
-        PROCESS_TABLE_FOREACH(p, d->table, i) {
-                announce_verdict(d, p);
+        /* The verdicts reached since the last tick, of the processes that
+         * outlived it. */
+        for (size_t i = 0; i < d->n_announce; i++) {
+                Process *p = process_table_get(d->table, d->announce[i].pid);
+                if (p && p->start_time_ticks == d->announce[i].start_time_ticks)
+                        announce_verdict(d, p);
+        }
+        d->n_announce = 0;
+
+        /* ksm_stat reads and plans concern hot processes only: a leave-alone
+         * process out of KSM is neither read nor planned. Nothing below
+         * frees one, but a read result may move it in or out of the list. */
+        size_t n = d->n_hot;
+        Process **hot = hot_copy(d, false);
+        if (!hot)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                Process *p = hot[i];
                 if (wants_ksm_stat(p) && !slow_backing_off(p, now)) {
                         r = mm_reader_queue(d->reader, MM_READ_KSM_STAT, p->pid, p->start_time_ticks);
                         if (r == -ENOMEM)
@@ -741,7 +938,6 @@ int discovery_tick(Discovery *d, Plan *plan) {
 
 void discovery_get_status(Discovery *d, DiscoveryStatus *ret) {
         DiscoveryStatus s = { .mode = d->mode };
-        Process *p;
 
         strscpy(s.mode_reason, sizeof s.mode_reason, d->mode_reason);
         s.processes = process_table_size(d->table);
@@ -752,11 +948,8 @@ void discovery_get_status(Discovery *d, DiscoveryStatus *ret) {
                 proc_events_get_counters(d->events, &s.events);
         mm_reader_get_counters(d->reader, &s.mm_reads);
         s.policies = d->policies.n;
-        PROCESS_TABLE_FOREACH(p, d->table, i) {
-                if (p->slow)
-                        s.slow_processes++;
-                if (p->have_verdict && (unsigned) p->verdict.action < _VERDICT_ACTION_MAX)
-                        s.verdicts[p->verdict.action]++;
-        }
+        /* Counted as processes change (index_update), not by a walk. */
+        s.slow_processes = d->n_slow;
+        memcpy(s.verdicts, d->verdicts, sizeof s.verdicts);
         *ret = s;
 }

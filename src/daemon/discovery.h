@@ -16,6 +16,7 @@
 #include "proc-events.h"
 #include "process.h"
 #include "root.h"
+#include "savings.h"
 
 /* Keeps the process model current and classified: proc connector events
  * as they happen (or polling where events never arrive), a full /proc scan
@@ -97,7 +98,19 @@ const ProcessTable *discovery_processes(const Discovery *d);
  * it readmits one, discovery plans no ENABLE for it, whatever its verdict. */
 void discovery_note_exclusion(Discovery *d, const ProcessAction *a);
 const PolicySet *discovery_policies(const Discovery *d);
+/* Counts, sums and the verdict announcements are kept current as
+ * processes change: cheap at any table size, no walk of the table. */
 void discovery_get_status(Discovery *d, DiscoveryStatus *ret);
+/* Someone other than discovery changed p (the merge actuator's outcome
+ * marked it slow): count it anew. */
+void discovery_process_changed(Discovery *d, Process *p);
+/* savings_by_cgroup() of the table, from the sums kept as processes
+ * change: O(cgroups), for the metrics file written every tick. */
+int discovery_savings_by_cgroup(const Discovery *d, SavingsTable *ret);
+/* Walks the table and checks those counts and sums against it (the state
+ * dump does, for the storm test): NULL when they agree, else the first
+ * difference, written into buf. */
+const char *discovery_verify_index(Discovery *d, char *buf, size_t n);
 
 /* The exec-to-verdict latencies of the latest execs (usec from the kernel's
  * event timestamp to the verdict), oldest first, at most 65536. */

@@ -404,11 +404,14 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ const Process **list = NULL;
         const ProcessTable *t = manager_processes(userdata);
-        size_t n = 0;
+        size_t n = 0, shown = 0;
         int r;
 
+        /* Only what the caller may see, not even the pid of the rest: under
+         * hidepid= the caller could not know it. Then bounded: the largest
+         * SAVINGS_LIST_MAX - 1, and one sum of the rest (of its own). */
         if (t) {
-                r = savings_sorted_processes(t, &list, &n);
+                r = savings_top_processes(t, sender_uid(msg), SAVINGS_LIST_MAX, &list, &n, &shown);
                 if (r < 0)
                         return r;
         }
@@ -418,16 +421,6 @@ static int method_list_processes(sd_bus_message *msg, void *userdata, sd_bus_err
         r = sd_bus_message_open_container(reply, 'a', "(isssssssbtxs)");
         if (r < 0)
                 return r;
-        /* Only what the caller may see, not even the pid of the rest: under
-         * hidepid= the caller could not know it. Then bounded: the largest
-         * SAVINGS_LIST_MAX - 1, and one sum of the rest (of its own). */
-        uid_t caller = sender_uid(msg);
-        size_t k = 0;
-        for (size_t i = 0; i < n; i++)
-                if (process_visible_to(list[i], caller))
-                        list[k++] = list[i];
-        n = k;
-        size_t shown = n > SAVINGS_LIST_MAX ? SAVINGS_LIST_MAX - 1 : n;
         for (size_t i = 0; i < shown; i++) {
                 const Process *p = list[i];
                 char policy[VERDICT_POLICY_MAX + 16];
@@ -463,10 +456,15 @@ static int method_list_cgroups(sd_bus_message *msg, void *userdata, sd_bus_error
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_(savings_table_done) SavingsTable s = {};
         const ProcessTable *t = manager_processes(userdata);
+        Manager *m = userdata;
         int r;
 
         if (t) {
-                r = savings_by_cgroup_visible(t, sender_uid(msg), &s);
+                uid_t caller = sender_uid(msg);
+                /* Root sees every process: the sums discovery keeps cost
+                 * O(cgroups); anyone else's are summed over what it may see. */
+                r = caller == 0 ? discovery_savings_by_cgroup(m->discovery, &s)
+                                : savings_by_cgroup_visible(t, caller, &s);
                 if (r >= 0)
                         r = savings_table_truncate(&s, SAVINGS_LIST_MAX);
                 if (r < 0)

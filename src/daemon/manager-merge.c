@@ -65,6 +65,7 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
                 if (o->slow) {
                         p->slow = true;
                         p->slow_since_usec = o->time_usec;
+                        discovery_process_changed(m->discovery, p);
                 }
         }
         /* Changes and refusals are decisions worth showing; "already" and

@@ -48,7 +48,8 @@ void manager_write_metrics(Manager *m) {
 
         if (isempty(path))
                 return;
-        if (t && savings_by_cgroup(t, &cgroups) < 0)
+        /* Kept current by discovery: no walk of the table per tick. */
+        if (t && discovery_savings_by_cgroup(m->discovery, &cgroups) < 0)
                 return (void) log_oom();
         for (ManagerMode i = 0; i < _MANAGER_MODE_MAX; i++)
                 modes[i] = manager_mode_to_string(i);
@@ -84,7 +85,7 @@ void manager_write_metrics(Manager *m) {
          * users' processes (an oracle for KSM's side channel): root's, and
          * the group's of its directory when that is setgid, so a textfile
          * collector reads it by group (ksmtuned2.metrics(7)). */
-        r = write_file_atomic(path, text, strlen(text), 0640);
+        r = write_file_replace(path, text, strlen(text), 0640);
         if (r < 0 && r != m->metrics_error)
                 log_warning_errno(r, "Cannot write the metrics file %s, going on without it: %m", path);
         else if (r >= 0 && m->metrics_error != 0)

@@ -301,9 +301,9 @@ static uint64_t tick_accuracy_usec(uint64_t interval_usec) {
 
 static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
         Manager *m = userdata;
-        uint64_t start = now_usec(CLOCK_MONOTONIC);
+        uint64_t start = now_usec(CLOCK_MONOTONIC), cpu = now_usec(CLOCK_THREAD_CPUTIME_ID);
         int r = manager_tick(m);
-        loop_stats_record_tick(&m->loop, now_usec(CLOCK_MONOTONIC) - start);
+        loop_stats_record_tick(&m->loop, now_usec(CLOCK_MONOTONIC) - start, now_usec(CLOCK_THREAD_CPUTIME_ID) - cpu);
         if (r == -ENOMEM)
                 return sd_event_exit(m->event, r);
         if (!m->ready_sent) {

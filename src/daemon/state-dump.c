@@ -49,8 +49,16 @@ static void write_discovery(JsonWriter *w, Discovery *d) {
         json_kv_u64(w, "datagrams", s.events.datagrams);
         json_kv_u64(w, "overflows", s.events.overflows);
         json_kv_u64(w, "malformed", s.events.malformed);
+        json_kv_u64(w, "events_cpu_usec", s.events.cpu_usec);
         json_kv_u64(w, "slow_processes", s.slow_processes);
         json_kv_u64(w, "policies", s.policies);
+        /* The counts and sums kept as processes change, checked against a
+         * walk of the table: a difference is a bug, which the storm test
+         * looks for. */
+        char why[256];
+        const char *wrong = discovery_verify_index(d, why, sizeof why);
+        json_kv_u64(w, "index_errors", wrong ? 1 : 0);
+        json_kv_string(w, "index_error", wrong ?: "");
         json_end_object(w);
 
         write_exec_latencies(w, d);
@@ -88,6 +96,9 @@ int state_dump_write(Manager *m, const char *path) {
         json_kv_u64(&w, "last_tick_usec", m->loop.last_tick_usec);
         json_kv_u64(&w, "max_tick_usec", m->loop.max_tick_usec);
         json_kv_u64(&w, "mean_tick_usec", m->loop.ticks ? m->loop.total_tick_usec / m->loop.ticks : 0);
+        /* CPU, not wall time: what the benchmarks of the daemon's own cost
+         * compare, apart from what other users' forks cost it in events */
+        json_kv_u64(&w, "total_tick_cpu_usec", m->loop.total_tick_cpu_usec);
         json_end_object(&w);
         if (m->discovery)
                 write_discovery(&w, m->discovery);

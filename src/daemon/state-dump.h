@@ -15,11 +15,13 @@ typedef struct LoopStats {
         uint64_t last_tick_usec;        /* how long manager_tick() took */
         uint64_t max_tick_usec;
         uint64_t total_tick_usec;
+        uint64_t total_tick_cpu_usec;   /* the loop thread's CPU time in manager_tick() */
         uint64_t dumps;
 } LoopStats;
 
-static inline void loop_stats_record_tick(LoopStats *s, uint64_t duration_usec) {
+static inline void loop_stats_record_tick(LoopStats *s, uint64_t duration_usec, uint64_t cpu_usec) {
         s->ticks++;
+        s->total_tick_cpu_usec += cpu_usec;
         s->last_tick_usec = duration_usec;
         s->total_tick_usec += duration_usec;
         if (duration_usec > s->max_tick_usec)

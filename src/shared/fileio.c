@@ -92,7 +92,7 @@ int write_string_at(int dirfd, const char *path, const char *value) {
         return 0;
 }
 
-int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode) {
+static int write_file_replace_full(const char *path, const char *data, size_t size, unsigned mode, bool sync) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -EBADF;
         size_t done = 0;
@@ -113,12 +113,20 @@ int write_file_atomic(const char *path, const char *data, size_t size, unsigned 
                 }
                 done += (size_t) k;
         }
-        if (fchmod(fd, mode) < 0 || fsync(fd) < 0 || rename(tmp, path) < 0) {
+        if (fchmod(fd, mode) < 0 || (sync && fsync(fd) < 0) || rename(tmp, path) < 0) {
                 int r = negative_errno();
                 (void) unlink(tmp);
                 return r;
         }
         return 0;
+}
+
+int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode) {
+        return write_file_replace_full(path, data, size, mode, true);
+}
+
+int write_file_replace(const char *path, const char *data, size_t size, unsigned mode) {
+        return write_file_replace_full(path, data, size, mode, false);
 }
 
 bool stat_is_null_or_empty(const struct stat *st) {

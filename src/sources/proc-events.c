@@ -364,7 +364,9 @@ static int on_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         ProcEvents *pe = userdata;
         /* Bounded, so a storm cannot starve timers and the bus; the source
          * stays ready and is dispatched again. */
+        uint64_t cpu = now_usec(CLOCK_THREAD_CPUTIME_ID);
         int r = proc_events_drain(pe, 512);
+        pe->counters.cpu_usec += now_usec(CLOCK_THREAD_CPUTIME_ID) - cpu;
         if (r < 0 && r != -EINTR) {
                 /* Not a passing condition (ENOBUFS is handled in drain):
                  * stop reading rather than spin on it. */

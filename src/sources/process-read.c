@@ -154,7 +154,9 @@ static int read_placement(int pid_dirfd, char **ret_cgroup, char **ret_unit, cha
 /* A new incarnation of the pid (or a fresh entry) starts from scratch. */
 static void process_reset(Process *p, int pid) {
         uint64_t discovered = p->pid == pid ? p->discovered_usec : 0, gen = p->generation;
+        ProcessIndexState index = p->index; /* discovery's: it uncounts the old facts itself */
         process_done(p);
+        p->index = index;
         p->pid = pid;
         p->discovered_usec = discovered;
         p->generation = gen;

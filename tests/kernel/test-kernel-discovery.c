@@ -177,6 +177,15 @@ static bool is_gone(Discovery *d, void *u) {
         return !process_table_get(discovery_processes(d), *(pid_t *) u);
 }
 
+/* The counts and sums discovery keeps as processes change agree with a
+ * walk of its table, after whatever the test did. */
+static void assert_index_ok(Discovery *d) {
+        char why[256];
+        const char *wrong = discovery_verify_index(d, why, sizeof why);
+        if (wrong)
+                fail_msg("discovery's incremental counts: %s", wrong);
+}
+
 static void test_exec_in_cgroup_then_exit(void **state) {
         char policy[512];
         snprintf(policy, sizeof policy, "[Match]\nCgroup=%s\nComm=sleep\n[Merge]\nMode=always\nMethod=inject\n",
@@ -252,6 +261,7 @@ static void test_exec_in_cgroup_then_exit(void **state) {
         reap(pid);
         discovery_get_status(d, &st);
         assert_int_equal(st.full_scans, 1);
+        assert_index_ok(d);
         discovery_free(d);
 }
 
@@ -282,6 +292,7 @@ static void test_cmdline_match(void **state) {
         assert_int_equal(p->verdict.action, VERDICT_LEAVE_ALONE);
         reap(yes);
         reap(no);
+        assert_index_ok(d);
         discovery_free(d);
 }
 
@@ -352,6 +363,7 @@ static void test_storm_leaves_no_stale_entries(void **state) {
         assert_int_equal(stale, 0);
         assert_true(st.events.events >= 3 * (uint64_t) N || st.events.overflows > 0);
         free(s.pids);
+        assert_index_ok(d);
         discovery_free(d);
 }
 
@@ -400,6 +412,7 @@ static void test_overflow_resyncs(void **state) {
         assert_true(has_verdict(d, &w));
         reap(survivor);
         free(s.pids);
+        assert_index_ok(d);
         discovery_free(d);
 }
 
@@ -425,6 +438,7 @@ static void test_sliced_resync_sweeps(void **state) {
         print_message("sliced resync: %" PRIu64 " processes, took %" PRIu64 " us\n", n, st.last_scan_usec);
         assert_int_equal(st.full_scans, scans + 1);
         assert_null(process_table_get(discovery_processes(d), ghost));
+        assert_index_ok(d);
         discovery_free(d);
 }
 
@@ -467,6 +481,7 @@ static void test_zombies_leave_no_entries(void **state) {
         int status;
         assert_int_equal(waitpid(leader, &status, 0), leader);
         untrack(leader);
+        assert_index_ok(d);
         discovery_free(d);
 }
 
@@ -497,6 +512,7 @@ static void test_polling_fallback(void **state) {
         reap(pid);
         assert_int_equal(discovery_tick(d, NULL), 0);
         assert_true(run_loop_until(is_gone, d, &pid, 2 * USEC_PER_SEC) > 0);
+        assert_index_ok(d);
         discovery_free(d);
 }
 
@@ -640,6 +656,7 @@ static void test_contended_process_does_not_stall_others(void **state) {
         for (size_t i = 0; i < ELEMENTSOF(victims); i++)
                 reap(victims[i]);
         reap(late);
+        assert_index_ok(d);
         discovery_free(d);
 }
 

@@ -248,6 +248,8 @@ spam=$(grep -c "would set use_zero_pages" "$tmp/log")
 [ $((rss1 - rss0)) -le 4096 ] || fail "RSS grew from $rss0 to $rss1 kB"
 
 get() { sed -n "s/^ *\"$1\": \([0-9]*\),\{0,1\}$/\1/p" "$tmp/run/state.json" | head -1; }
+# the counts and sums discovery keeps as processes change agree with its table
+[ "$(get index_errors)" = 0 ] || fail "discovery's incremental counts are wrong: $(sed -n 's/^ *"index_error": "\(.*\)",\{0,1\}$/\1/p' "$tmp/run/state.json")"
 kill -0 "$victim_pid" || fail "victim died"
 case $(sed 's/.*) \(.\).*/\1/' /proc/$victim_pid/stat) in T|t) fail "victim left stopped";; esac
 exec 7>&-

@@ -173,11 +173,158 @@ static void test_no_cgroup(void **state) {
         assert_int_equal(s.items[0].processes, 3);
 }
 
+
+/* The sums kept as processes change (SavingsIndex) equal the grouping of
+ * the whole table after every step of a random history: processes come,
+ * go, move between cgroups (some unknown, some in a VM), change their KSM
+ * figures, start over under the same pid, become kernel threads; cgroups
+ * empty out by the hundred, which makes the index drop them. */
+static uint64_t rng_state = 88172645463325252ULL;
+static uint64_t rng(void) {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        return rng_state;
+}
+
+static void place(Process *p, unsigned cg) {
+        char name[64];
+        free(p->cgroup), free(p->unit), free(p->vm_name);
+        p->cgroup = p->unit = p->vm_name = NULL;
+        if (cg == 0)
+                return; /* unknown */
+        snprintf(name, sizeof name, "machine.slice/g%u.scope", cg);
+        p->cgroup = strdup(name);
+        p->unit = strdup(name + strlen("machine.slice/"));
+        if (cg % 5 == 0) {
+                snprintf(name, sizeof name, "vm%u", cg);
+                p->vm_name = strdup(name);
+        }
+}
+
+static void assert_same_tables(const SavingsTable *a, const SavingsTable *b) {
+        assert_int_equal(a->n, b->n);
+        for (size_t i = 0; i < a->n; i++) {
+                const CgroupSavings *x = &a->items[i], *y = &b->items[i];
+                assert_string_equal(strempty(x->cgroup), strempty(y->cgroup));
+                assert_true(!x->cgroup == !y->cgroup);
+                assert_string_equal(strempty(x->unit), strempty(y->unit));
+                assert_string_equal(strempty(x->vm_name), strempty(y->vm_name));
+                assert_int_equal(x->processes, y->processes);
+                assert_int_equal(x->merging_pages, y->merging_pages);
+                assert_int_equal(x->profit_bytes, y->profit_bytes);
+        }
+}
+
+static void test_index(void **state) {
+        _cleanup_(process_table_freep) ProcessTable *t = NULL;
+        _cleanup_(savings_index_done) SavingsIndex x = {};
+        assert_int_equal(process_table_new(&t), 0);
+
+        for (unsigned step = 0; step < 200; step++) {
+                /* the cgroups in use drift, so that old ones empty out */
+                unsigned base = step * 10;
+                for (unsigned k = 0; k < 300; k++) {
+                        int pid = (int) (rng() % 2000) + 1;
+                        Process *p = process_table_get(t, pid);
+                        unsigned op = (unsigned) (rng() % 10);
+                        if (!p) {
+                                bool created;
+                                assert_int_equal(process_table_ensure(t, pid, &p, &created), 0);
+                                place(p, rng() % 50 == 0 ? 0 : base + (unsigned) (rng() % 200) + 1);
+                                p->kthread = rng() % 100 == 0;
+                        } else if (op == 0) {
+                                savings_index_remove(&x, p);
+                                assert_true(process_table_remove(t, pid));
+                                continue;
+                        } else if (op == 1)
+                                place(p, base + (unsigned) (rng() % 200) + 1);
+                        else if (op == 2) {
+                                /* a new incarnation: facts start over, the index state stays */
+                                ProcessIndexState keep = p->index;
+                                process_done(p);
+                                p->pid = pid;
+                                p->index = keep;
+                                place(p, base + (unsigned) (rng() % 200) + 1);
+                        } else if (op == 3)
+                                p->kthread = !p->kthread;
+                        p->ksm_merging_pages = rng() % 3 == 0 ? rng() % 1000 : 0;
+                        p->ksm_stat_valid = rng() % 2;
+                        p->ksm_stat.process_profit = (int64_t) (rng() % 100000) - 20000;
+                        assert_int_equal(savings_index_update(&x, p), 0);
+                }
+                _cleanup_(savings_table_done) SavingsTable whole = {}, kept = {};
+                assert_int_equal(savings_by_cgroup(t, &whole), 0);
+                assert_int_equal(savings_index_table(&x, &kept), 0);
+                assert_same_tables(&whole, &kept);
+        }
+        /* The emptied cgroups were dropped: what is left is at most twice
+         * what is in use (and the 64 the index keeps before it bothers). */
+        _cleanup_(savings_table_done) SavingsTable live = {};
+        assert_int_equal(savings_index_table(&x, &live), 0);
+        assert_true(x.n_groups <= 2 * live.n + 64);
+
+        /* Everything removed: nothing left to report. */
+        Process *p;
+        PROCESS_TABLE_FOREACH(p, t, i) {
+                savings_index_remove(&x, p);
+                process_table_remove(t, p->pid);
+        }
+        _cleanup_(savings_table_done) SavingsTable none = {};
+        assert_int_equal(savings_index_table(&x, &none), 0);
+        assert_int_equal(none.n, 0);
+}
+
+/* The bounded list finds the same leading processes, in the same order,
+ * as sorting everything and filtering by viewer, and leaves the same rest
+ * to sum: many ties (the pid decides), two owners, kernel threads, sizes
+ * around the cap. */
+static void test_top_processes(void **state) {
+        static const size_t sizes[] = { 0, 1, 5, 99, 100, 101, 3000 };
+        for (size_t z = 0; z < ELEMENTSOF(sizes); z++) {
+                _cleanup_(process_table_freep) ProcessTable *t = NULL;
+                assert_int_equal(process_table_new(&t), 0);
+                for (size_t i = 0; i < sizes[z]; i++) {
+                        Process *p;
+                        bool created;
+                        assert_int_equal(process_table_ensure(t, (int) (rng() % 100000) + 1, &p, &created), 0);
+                        p->uid = p->euid = p->identity.uid[2] = rng() % 3 == 0 ? 1000 : 0;
+                        p->identity.dumpable = 1; /* gids all 0: equal, as visibility wants */
+                        p->kthread = rng() % 50 == 0;
+                        p->ksm_merging_pages = rng() % 4 == 0 ? rng() % 8 : 0;
+                        p->ksm_stat_valid = true;
+                        p->ksm_stat.process_profit = (int64_t) (rng() % 3);
+                }
+                for (uid_t viewer = 0; viewer <= 1000; viewer += 1000) {
+                        _cleanup_free_ const Process **all = NULL, **top = NULL;
+                        size_t n_all, n, shown, k = 0;
+                        assert_int_equal(savings_sorted_processes(t, &all, &n_all), 0);
+                        for (size_t i = 0; i < n_all; i++)
+                                if (process_visible_to(all[i], viewer))
+                                        all[k++] = all[i];
+                        assert_int_equal(savings_top_processes(t, viewer, 100, &top, &n, &shown), 0);
+                        assert_int_equal(n, k);
+                        if (sizes[z] == 3000)
+                                assert_true(k > 100); /* the viewer's own are many, past the cap */
+                        assert_int_equal(shown, k > 100 ? 99 : k);
+                        for (size_t i = 0; i < shown; i++)
+                                assert_int_equal(top[i]->pid, all[i]->pid);
+                        SavingsGroup a, b;
+                        savings_sum_processes(all + shown, k - shown, &a);
+                        savings_sum_processes(top + shown, n - shown, &b);
+                        assert_int_equal(a.processes, b.processes);
+                        assert_int_equal(a.merging_pages, b.merging_pages);
+                        assert_int_equal(a.profit_bytes, b.profit_bytes);
+                }
+        }
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_linear),       cmocka_unit_test(test_group_linear),
                 cmocka_unit_test(test_truncate),     cmocka_unit_test(test_sum_processes),
                 cmocka_unit_test(test_strmap),       cmocka_unit_test(test_no_cgroup),
+                cmocka_unit_test(test_index),        cmocka_unit_test(test_top_processes),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
