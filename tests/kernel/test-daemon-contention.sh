@@ -10,6 +10,7 @@
 # injection must change nothing they can see. Knobs are restored on SIGTERM.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d)
@@ -84,7 +85,7 @@ stop_daemon() {
         [ "$before" = "$after" ] || fail "knobs differ after SIGTERM: before [$before] after [$after]"
 }
 
-mergeable() { awk '/^ksm_mergeable:/ {print $2}' "/proc/$1/ksm_stat"; }
+mergeable() { ksm_flag "$1" mergeable; }
 # Starts a contender on fd $1 with seed $2, output in $3; sets pid. It exits
 # when its stdin closes.
 contender=(--unique 65536 --copies 1 --verify --churn-threads 1 --churn-mib 256)
@@ -120,7 +121,7 @@ grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on
 [ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender still has mergeable memory"
 alive_untouched "$auto_pid"
 echo "excluded: $(grep -o "excluding pid $auto_pid .*" "$tmp/log" | head -1)"
-merge_any() { awk '/^ksm_merge_any:/ {print $2}' "/proc/$1/ksm_stat"; }
+merge_any() { ksm_flag "$1" merge_any; }
 [ "$(merge_any "$auto_pid")" = no ] || fail "contender $auto_pid had ksm_merge_any before readmission"
 
 # The exclusion sticks for ReadmitAfter=6s: discovery, whose policy verdict
