@@ -113,7 +113,12 @@ alive_untouched() {
 
 start_contender 7 31 "$tmp/auto"; auto_pid=$pid
 start_daemon
-log_within_20s "pid $auto_pid (ksm-workload): method inject: disabled"; excluded=$?
+# By whichever method this kernel offers (Method=any): injection upstream,
+# remote madvise on the patched test kernel (the contender marked ranges,
+# which process_ksm cannot take back). There ksmd still blocks on the
+# contender's lock in the scan itself (the 6.12 port of seed 001 converts
+# only the unstable-tree lookup), so excluding it is still right.
+log_within_20s "pid $auto_pid (ksm-workload): method [a-z_]*: disabled"; excluded=$?
 grep -E 'contention window|excluding' "$tmp/log" | head -4
 [ "$excluded" = 0 ] || fail "the Mode=auto contender was not excluded within 20 s"
 grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on its mmap lock, 0 pages merged" \
@@ -162,7 +167,7 @@ start_contender 8 32 "$tmp/always"; always_pid=$pid
 start_daemon
 log_within_20s "pid $always_pid: excluding .*not done: its policy says Mode=always" ||
         fail "the Mode=always contender was not judged a contender within 20 s"
-grep -q "pid $always_pid (ksm-workload): method inject: disabled" "$tmp/log" && fail "Mode=always process excluded"
+grep -q "pid $always_pid (ksm-workload): method [a-z_]*: disabled" "$tmp/log" && fail "Mode=always process excluded"
 [ "$(mergeable "$always_pid")" = yes ] || fail "Mode=always process lost its mergeable memory"
 alive_untouched "$always_pid"
 echo "Mode=always contender judged and kept"
