@@ -304,7 +304,7 @@ static int unmerge_chunked(const MergeContext *c, const UnmergePlan *p, const ui
                 }
                 res->max_held_usec = MAX(res->max_held_usec, held);
                 res->total_held_usec += held;
-                chunk_pages = unmerge_next_chunk_pages(chunk_pages, held);
+                chunk_pages = unmerge_next_chunk_pages(chunk_pages, held, p->chunk_pages / 4);
         }
         return 0;
 }

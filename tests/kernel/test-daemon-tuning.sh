@@ -62,6 +62,9 @@ for _ in $(seq 100); do grep -q ready "$tmp/victim" 2>/dev/null && break; sleep 
 victim_pid=$(awk '/ready/ {print $2}' "$tmp/victim")
 [ -n "$victim_pid" ] || fail "victim did not start"
 ksm_guard_track "$victim_pid"
+# From its "ready" on: filling 32 MiB is the victim's own time (seconds in
+# a loaded emulated guest), not the daemon's; it marked them just before.
+start=$(date +%s%N)
 merged=
 for _ in $(seq 300); do
         [ "$(cat /proc/$victim_pid/ksm_merging_pages)" -ge 8192 ] && { merged=1; break; }
