@@ -195,8 +195,14 @@ bool unmerge_next_chunk(const uint64_t (*ranges)[2], size_t n, uint64_t page_siz
                         uint64_t *cursor, UnmergeChunk *ret);
 /* The next chunk's size from how long the last one held the target:
  * the estimate scales with what was measured, growing at most twofold and
- * shrinking at most fourfold per step. */
-uint64_t unmerge_next_chunk_pages(uint64_t chunk_pages, uint64_t held_usec);
+ * shrinking at most fourfold per step, never below min_pages. The caller
+ * passes a quarter of the plan's chunk: below it the walk itself is well
+ * within the budget by the probe's measure, and what a chunk still holds
+ * the target is the call's own cost (an injection's ptrace round trips,
+ * 20-640 ms a call in a loaded emulated guest), which smaller chunks only
+ * multiply: there they shrank to one page each and switching off a
+ * 256 MiB contender took minutes. */
+uint64_t unmerge_next_chunk_pages(uint64_t chunk_pages, uint64_t held_usec, uint64_t min_pages);
 
 /* ---- 004: smart_scan's lost pairs ---- */
 

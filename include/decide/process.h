@@ -177,7 +177,9 @@ typedef struct Process {
 
 /* Merging is on for the process as far as ksm_stat tells: whole-mm
  * (PR_SET_MEMORY_MERGE) or some VMA marked MADV_MERGEABLE (QEMU guest RAM).
- * -1 when ksm_stat is not known yet. */
+ * -1 when ksm_stat is not known yet. On a kernel without ksm_stat's
+ * ksm_merge_any/ksm_mergeable lines whose smaps the reader could not read
+ * either, from ksmd's rmap items and merged pages. */
 int process_merging_enabled(const Process *p);
 
 /* Who may see a process's details (its name, cgroup, unit, executable, KSM

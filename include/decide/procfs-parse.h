@@ -73,6 +73,10 @@ typedef struct ProcKsmStat {
         int64_t process_profit;
         int merge_any;          /* 1, 0, or -1 when the line is absent */
         int mergeable;          /* 1, 0, or -1 when the line is absent */
+        /* The kernel has no such lines (6.12 and older) and the reader
+         * inferred both from smaps (procfs_read_ksm_stat(),
+         * map_list_ksm_flags()); still -1 when smaps was not readable. */
+        bool flags_inferred;
 } ProcKsmStat;
 
 int procfs_parse_ksm_stat(const char *text, ProcKsmStat *ret);

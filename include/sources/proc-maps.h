@@ -45,6 +45,26 @@ int proc_maps_read(int pid_dirfd, MapList *ret);
 int proc_smaps_parse_mergeable(const char *text, MapList *ret);
 int proc_smaps_read_mergeable(int pid_dirfd, MapList *ret);
 
+/* ksm_merge_any and ksm_mergeable for a kernel whose /proc/PID/ksm_stat
+ * does not print them (6.12 and older), from behaviour: mergeable when a
+ * range is marked VM_MERGEABLE; merge_any (PR_SET_MEMORY_MERGE over the
+ * whole mm) when a marked range is not anonymous private memory. The kernel
+ * marks every KSM-compatible mapping of a merge-any mm, its executable's
+ * and libraries' private file mappings included (mm/ksm.c
+ * ksm_add_vmas(), and ksm_add_vma() for each new mapping), while a process
+ * that marks ranges itself (QEMU, a JVM) marks the anonymous memory it
+ * wants merged. Not sure in two rare cases: a merge-any process that
+ * unmarked every file mapping itself reads merge_any 0, and one that
+ * marks a private file mapping itself reads 1. mergeable and anon_private
+ * are sorted, coalesced runs (proc_smaps_parse_mergeable(),
+ * map_list_anon_private()). */
+void map_list_ksm_flags(const MapList *mergeable, const MapList *anon_private, int *ret_merge_any,
+                        int *ret_mergeable);
+/* The same from one smaps text: walks the target's page tables under its
+ * mmap_lock, so off the event loop only. */
+int proc_smaps_parse_ksm_flags(const char *text, int *ret_merge_any, int *ret_mergeable);
+int proc_smaps_read_ksm_flags(int pid_dirfd, int *ret_merge_any, int *ret_mergeable);
+
 /* Anonymous private ranges (what KSM can merge and MADV_MERGEABLE is for),
  * adjacent ones coalesced. */
 int map_list_anon_private(const MapList *l, MapList *ret);

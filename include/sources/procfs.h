@@ -21,7 +21,10 @@ int procfs_read_stat(int pid_dirfd, ProcStat *ret);
 int procfs_read_status(int pid_dirfd, ProcStatus *ret);
 int procfs_read_cgroup(int pid_dirfd, char **ret);
 /* ksm_stat takes the mmap_lock (for its ksm_mergeable line): read it off
- * the event loop only. */
+ * the event loop only. On a kernel that prints no ksm_merge_any and
+ * ksm_mergeable (6.12 and older) it reads smaps too and infers both
+ * (proc_smaps_read_ksm_flags(), ->flags_inferred); they stay -1 when
+ * smaps is not readable to us (no ptrace access). */
 int procfs_read_ksm_stat(int pid_dirfd, ProcKsmStat *ret);
 /* ksm_merging_pages alone: lock-free, fine on the loop. */
 int procfs_read_ksm_merging_pages(int pid_dirfd, uint64_t *ret);

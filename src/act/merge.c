@@ -192,6 +192,33 @@ static int read_ranges(const MergeContext *c, InjectorRanges which, int pid, uin
         return r;
 }
 
+/* The target's ksm_stat. On a kernel without its ksm_merge_any and
+ * ksm_mergeable lines the reader infers them from smaps, which a daemon
+ * that runs an injector cannot read (no CAP_SYS_PTRACE): then from the
+ * injector's ranges, with the same inference (map_list_ksm_flags()). */
+static int read_ksm_stat(const MergeContext *c, int pid, uint64_t start_time_ticks, int pid_dirfd,
+                         ProcKsmStat *ret) {
+        ProcKsmStat s;
+        int r = read_mm_file(c, MM_READ_KSM_STAT, pid, start_time_ticks, pid_dirfd, &s, NULL);
+        if (r < 0)
+                return r;
+        if (s.merge_any < 0 && s.mergeable < 0 && c->injector) {
+                _cleanup_(map_list_done) MapList mergeable = {}, anon = {};
+                r = read_ranges(c, INJECTOR_RANGES_MERGEABLE, pid, start_time_ticks, pid_dirfd, &mergeable);
+                if (r >= 0)
+                        r = read_ranges(c, INJECTOR_RANGES_ANON_PRIVATE, pid, start_time_ticks, pid_dirfd, &anon);
+                if (r == -ESRCH || r == -ENOMEM)
+                        return r;
+                if (r >= 0) {
+                        map_list_ksm_flags(&mergeable, &anon, &s.merge_any, &s.mergeable);
+                        s.flags_inferred = true;
+                } else
+                        log_debug_errno(r, "pid %d: its ranges through the injector: %m; ksm_merge_any unknown", pid);
+        }
+        *ret = s;
+        return 0;
+}
+
 static uint64_t read_deadline_msec(const MergeContext *c) {
         return (c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC) / USEC_PER_MSEC;
 }
@@ -278,7 +305,7 @@ static int unmerge_chunked(const MergeContext *c, const UnmergePlan *p, const ui
                 }
                 res->max_held_usec = MAX(res->max_held_usec, held);
                 res->total_held_usec += held;
-                chunk_pages = unmerge_next_chunk_pages(chunk_pages, held);
+                chunk_pages = unmerge_next_chunk_pages(chunk_pages, held, p->chunk_pages / 4);
         }
         return 0;
 }
@@ -656,7 +683,7 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         }
 
         ProcKsmStat after;
-        r = read_mm_file(c, MM_READ_KSM_STAT, a->pid, a->start_time_ticks, pid_dirfd, &after, NULL);
+        r = read_ksm_stat(c, a->pid, a->start_time_ticks, pid_dirfd, &after);
         if (r == -ESRCH) {
                 o->kind = MERGE_OUTCOME_GONE;
                 o->error = ESRCH;
@@ -666,8 +693,9 @@ static int try_method(const MergeContext *c, MergeMethod m, int pidfd, int pid, 
         if (r >= 0 && !state_reached(m, a->action, &after, exact)) {
                 o->kind = MERGE_OUTCOME_FAILED;
                 o->error = EIO;
-                set_text(o, "method %s failed: the kernel accepted it but ksm_stat says merge_any=%d mergeable=%d",
-                         name, after.merge_any, after.mergeable);
+                set_text(o, "method %s failed: the kernel accepted it but ksm_stat says merge_any=%d mergeable=%d%s",
+                         name, after.merge_any, after.mergeable,
+                         after.flags_inferred ? " (inferred from smaps: this kernel's ksm_stat has no such lines)" : "");
                 return 0;
         }
         o->kind = MERGE_OUTCOME_DONE;
@@ -761,7 +789,7 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 return 0;
         }
 
-        r = read_mm_file(c, MM_READ_KSM_STAT, a->pid, st.start_time_ticks, pid_dirfd, &f, NULL);
+        r = read_ksm_stat(c, a->pid, st.start_time_ticks, pid_dirfd, &f);
         if (r == -ETIME) {
                 o->kind = MERGE_OUTCOME_FAILED;
                 o->error = ETIME;

@@ -49,7 +49,11 @@
  *   happens before the sandbox; taskstats checks it on every query
  *   (GENL_ADMIN_PERM), so it stays only for a taskstats user.
  * - Remote process_madvise() checks CAP_SYS_NICE (mm/madvise.c), as does the
- *   out-of-tree process_ksm_enable(). */
+ *   out-of-tree process_ksm_enable(); both first check ptrace "read" access
+ *   (mm_access()), so CAP_SYS_PTRACE stays with them even when the
+ *   injector runs (EACCES on a target of another uid otherwise: seen in
+ *   the patched 6.12 guest, "method madvise failed: EACCES" on a nobody
+ *   target, tests/kernel/test-daemon-remote-methods.sh). */
 #define CAP_BIT(c) (UINT64_C(1) << (c))
 static const uint64_t always_kept = CAP_BIT(CAP_DAC_READ_SEARCH);
 
@@ -69,7 +73,13 @@ void sandbox_needs_from_probe(const Probe *p, SandboxNeeds *ret) {
 
 uint64_t sandbox_keep_mask(const SandboxNeeds *needs) {
         uint64_t m = always_kept;
-        if (needs->ptrace)
+        /* Remote process_madvise() and process_ksm_*() take the target's
+         * mm with mm_access(PTRACE_MODE_READ_FSCREDS) before their
+         * CAP_SYS_NICE check: a target of another uid, or one with a
+         * capability we lack, needs CAP_SYS_PTRACE there (EACCES without
+         * it), injector or not. The capability alone: ptrace(2) stays
+         * outside the seccomp allow-list unless needs->ptrace. */
+        if (needs->ptrace || needs->remote_madvise)
                 m |= CAP_BIT(CAP_SYS_PTRACE);
         if (needs->remote_madvise)
                 m |= CAP_BIT(CAP_SYS_NICE);

@@ -50,6 +50,8 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
         if (p && p->start_time_ticks != o->start_time_ticks)
                 p = NULL; /* another process under the same pid: not its comm, unit or VM */
         m->actions[o->action][o->used][o->kind]++;
+        if (o->kind == MERGE_OUTCOME_DONE)
+                m->slowest_done_usec = MAX(m->slowest_done_usec, o->duration_usec);
         if (p) {
                 strscpy(p->merge_outcome, sizeof p->merge_outcome, o->text);
                 p->merge_outcome_kind = (int) o->kind;
@@ -193,15 +195,25 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
 
 /* The whole stop of the actuator, UnmergeOnExit= included: whatever the
  * worker is waiting for (a target in uninterruptible sleep, a long injected
- * call), the daemon exits within about this. */
+ * call), the daemon exits within about this; on a machine where actions
+ * were seen to take longer (an emulated guest: an injection there takes
+ * 1-2 s of the 2 s, and UnmergeOnExit=yes gave up on it), 4 times the
+ * slowest action done so far, up to MERGE_STOP_MAX_USEC (well inside
+ * systemd's default TimeoutStopSec=90s). */
 #define MERGE_STOP_USEC (2 * USEC_PER_SEC)
+#define MERGE_STOP_MAX_USEC (20 * USEC_PER_SEC)
+
+static uint64_t merge_stop_budget_usec(const Manager *m) {
+        return CLAMP(4 * m->slowest_done_usec, MERGE_STOP_USEC, MERGE_STOP_MAX_USEC);
+}
 
 void manager_merge_stop(Manager *m) {
         MergeReport r = {};
 
         if (!m->merge)
                 return;
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + MERGE_STOP_USEC;
+        uint64_t budget = merge_stop_budget_usec(m);
+        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + budget;
         /* What the worker did since the last tick is news like any other
          * outcome, also when the stop comes before that tick: taken (a
          * running injection gives up by the deadline) and recorded. */
@@ -210,7 +222,7 @@ void manager_merge_stop(Manager *m) {
                 int k = merge_worker_unmerge_all(m->merge, deadline, &r);
                 if (k == -ETIMEDOUT)
                         log_warning("UnmergeOnExit=yes: not finished within %" PRIu64 " ms; some processes may "
-                                    "still merge.", MERGE_STOP_USEC / USEC_PER_MSEC);
+                                    "still merge.", budget / USEC_PER_MSEC);
                 else if (k < 0)
                         log_oom();
         } else

@@ -59,6 +59,7 @@ typedef struct Manager {
         /* Since start, for the metrics file's counters (manager-metrics.c). */
         KsmdWaitCounts ksmd_samples;
         uint64_t actions[_MERGE_ACTION_MAX][_MERGE_METHOD_MAX][_MERGE_OUTCOME_KIND_MAX]; /* by method used */
+        uint64_t slowest_done_usec;     /* the longest action carried out so far: sizes the stop budget */
 
         /* Set by manager_set_paused()/manager_set_mode() (the bus's Pause,
          * Resume, SetMode), applied from the next tick.

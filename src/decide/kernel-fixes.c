@@ -323,10 +323,10 @@ bool unmerge_next_chunk(const uint64_t (*ranges)[2], size_t n, uint64_t page_siz
         return true;
 }
 
-uint64_t unmerge_next_chunk_pages(uint64_t chunk_pages, uint64_t held_usec) {
+uint64_t unmerge_next_chunk_pages(uint64_t chunk_pages, uint64_t held_usec, uint64_t min_pages) {
         double f = held_usec > 0 ? (double) UNMERGE_CHUNK_BUDGET_USEC / (double) held_usec : 2.0;
         f = CLAMP(f, 0.25, 2.0);
-        return MAX((uint64_t) ((double) chunk_pages * f), UINT64_C(1));
+        return MAX((uint64_t) ((double) chunk_pages * f), MAX(min_pages, UINT64_C(1)));
 }
 
 /* ---- 004 ---- */

@@ -88,6 +88,14 @@ const char *process_identity_privileged(const ProcessIdentity *id, char *buf, si
 int process_merging_enabled(const Process *p) {
         if (!p->ksm_stat_valid)
                 return -1;
+        if (p->ksm_stat.merge_any < 0 && p->ksm_stat.mergeable < 0)
+                /* Neither ksm_stat nor smaps said (a kernel without the
+                 * lines, smaps not readable to this reader): ksmd keeps
+                 * rmap items only for pages of VM_MERGEABLE mappings. They
+                 * outlive a switch-off until ksmd passes again, so this
+                 * errs towards "on"; the actuator, which can read smaps
+                 * through the injector, checks again before it acts. */
+                return p->ksm_stat.rmap_items > 0 || p->ksm_stat.merging_pages > 0;
         return p->ksm_stat.merge_any == 1 || p->ksm_stat.mergeable == 1;
 }
 

@@ -110,7 +110,9 @@ int proc_maps_read(int pid_dirfd, MapList *ret) {
         return proc_maps_parse(buf, ret);
 }
 
-int proc_smaps_parse_mergeable(const char *text, MapList *ret) {
+/* Every mapping of smaps text, with .mergeable from its VmFlags, not
+ * coalesced. */
+static int smaps_parse(const char *text, MapList *ret) {
         MapList l = {};
         size_t alloc = 0;
         bool have = false;
@@ -140,21 +142,14 @@ int proc_smaps_parse_mergeable(const char *text, MapList *ret) {
                         return -EINVAL;
                 }
                 have = false;
-                bool mg = false;
+                cur.mergeable = false;
                 for (const char *f = line + strlen("VmFlags:"); *f;) {
                         while (*f == ' ')
                                 f++;
                         if (f[0] == 'm' && f[1] == 'g' && (f[2] == ' ' || f[2] == 0))
-                                mg = true;
+                                cur.mergeable = true;
                         while (*f && *f != ' ')
                                 f++;
-                }
-                if (!mg)
-                        continue;
-                cur.mergeable = true;
-                if (l.n > 0 && l.ranges[l.n - 1].end == cur.start) {
-                        l.ranges[l.n - 1].end = cur.end;
-                        continue;
                 }
                 if (map_list_push(&l, &cur, &alloc) < 0) {
                         map_list_done(&l);
@@ -165,12 +160,69 @@ int proc_smaps_parse_mergeable(const char *text, MapList *ret) {
         return 0;
 }
 
+static int filter_runs(const MapList *l, bool (*keep)(const MapRange *), MapList *ret);
+
+static bool is_mergeable(const MapRange *m) {
+        return m->mergeable;
+}
+
+int proc_smaps_parse_mergeable(const char *text, MapList *ret) {
+        _cleanup_(map_list_done) MapList all = {};
+        int r = smaps_parse(text, &all);
+        if (r < 0)
+                return r;
+        return filter_runs(&all, is_mergeable, ret);
+}
+
 int proc_smaps_read_mergeable(int pid_dirfd, MapList *ret) {
         _cleanup_free_ char *buf = NULL;
         int r = procfs_read_pid_file(pid_dirfd, "smaps", PROC_MAPS_MAX, &buf);
         if (r < 0)
                 return r;
         return proc_smaps_parse_mergeable(buf, ret);
+}
+
+/* Whether [start, end) lies wholly inside the sorted, disjoint runs. */
+static bool covered_by(const MapList *runs, uint64_t start, uint64_t end) {
+        for (size_t i = 0; i < runs->n && start < end; i++) {
+                const MapRange *r = &runs->ranges[i];
+                if (r->end <= start)
+                        continue;
+                if (r->start > start)
+                        return false;
+                start = r->end;
+        }
+        return start >= end;
+}
+
+void map_list_ksm_flags(const MapList *mergeable, const MapList *anon_private, int *ret_merge_any,
+                        int *ret_mergeable) {
+        bool outside = false;
+        for (size_t i = 0; i < mergeable->n && !outside; i++)
+                outside = !covered_by(anon_private, mergeable->ranges[i].start, mergeable->ranges[i].end);
+        *ret_mergeable = mergeable->n > 0;
+        *ret_merge_any = outside;
+}
+
+int proc_smaps_parse_ksm_flags(const char *text, int *ret_merge_any, int *ret_mergeable) {
+        _cleanup_(map_list_done) MapList all = {}, mergeable = {}, anon = {};
+        int r = smaps_parse(text, &all);
+        if (r >= 0)
+                r = filter_runs(&all, is_mergeable, &mergeable);
+        if (r >= 0)
+                r = map_list_anon_private(&all, &anon);
+        if (r < 0)
+                return r;
+        map_list_ksm_flags(&mergeable, &anon, ret_merge_any, ret_mergeable);
+        return 0;
+}
+
+int proc_smaps_read_ksm_flags(int pid_dirfd, int *ret_merge_any, int *ret_mergeable) {
+        _cleanup_free_ char *buf = NULL;
+        int r = procfs_read_pid_file(pid_dirfd, "smaps", PROC_MAPS_MAX, &buf);
+        if (r < 0)
+                return r;
+        return proc_smaps_parse_ksm_flags(buf, ret_merge_any, ret_mergeable);
 }
 
 static int filter_runs(const MapList *l, bool (*keep)(const MapRange *), MapList *ret) {

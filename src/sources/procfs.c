@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "proc-maps.h"
 #include "procfs.h"
 #include "util.h"
 
@@ -54,10 +55,31 @@ int procfs_read_cgroup(int pid_dirfd, char **ret) {
 
 int procfs_read_ksm_stat(int pid_dirfd, ProcKsmStat *ret) {
         _cleanup_free_ char *buf = NULL;
+        ProcKsmStat s;
         int r = read_pid_file(pid_dirfd, "ksm_stat", &buf);
         if (r < 0)
                 return r;
-        return procfs_parse_ksm_stat(buf, ret);
+        r = procfs_parse_ksm_stat(buf, &s);
+        if (r < 0)
+                return r;
+        if (s.merge_any < 0 && s.mergeable < 0) {
+                /* A kernel without the ksm_merge_any/ksm_mergeable lines
+                 * (6.12 and older): from the VM_MERGEABLE marks instead.
+                 * smaps checks ptrace access (ksm_stat does not): a
+                 * reader without it leaves both unknown, and one that can
+                 * ask the injector completes them (merge.c). */
+                int any, mg;
+                r = proc_smaps_read_ksm_flags(pid_dirfd, &any, &mg);
+                if (r == -ESRCH || r == -ENOMEM)
+                        return r;
+                if (r >= 0) {
+                        s.merge_any = any;
+                        s.mergeable = mg;
+                        s.flags_inferred = true;
+                }
+        }
+        *ret = s;
+        return 0;
 }
 
 int procfs_read_ksm_merging_pages(int pid_dirfd, uint64_t *ret) {

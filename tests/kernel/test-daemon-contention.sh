@@ -10,6 +10,7 @@
 # injection must change nothing they can see. Knobs are restored on SIGTERM.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d)
@@ -84,7 +85,7 @@ stop_daemon() {
         [ "$before" = "$after" ] || fail "knobs differ after SIGTERM: before [$before] after [$after]"
 }
 
-mergeable() { awk '/^ksm_mergeable:/ {print $2}' "/proc/$1/ksm_stat"; }
+mergeable() { ksm_flag "$1" mergeable; }
 # Starts a contender on fd $1 with seed $2, output in $3; sets pid. It exits
 # when its stdin closes.
 contender=(--unique 65536 --copies 1 --verify --churn-threads 1 --churn-mib 256)
@@ -112,7 +113,12 @@ alive_untouched() {
 
 start_contender 7 31 "$tmp/auto"; auto_pid=$pid
 start_daemon
-log_within_20s "pid $auto_pid (ksm-workload): method inject: disabled"; excluded=$?
+# By whichever method this kernel offers (Method=any): injection upstream,
+# remote madvise on the patched test kernel (the contender marked ranges,
+# which process_ksm cannot take back). There ksmd still blocks on the
+# contender's lock in the scan itself (the 6.12 port of seed 001 converts
+# only the unstable-tree lookup), so excluding it is still right.
+log_within_20s "pid $auto_pid (ksm-workload): method [a-z_]*: disabled"; excluded=$?
 grep -E 'contention window|excluding' "$tmp/log" | head -4
 [ "$excluded" = 0 ] || fail "the Mode=auto contender was not excluded within 20 s"
 grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on its mmap lock, 0 pages merged" \
@@ -120,15 +126,18 @@ grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on
 [ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender still has mergeable memory"
 alive_untouched "$auto_pid"
 echo "excluded: $(grep -o "excluding pid $auto_pid .*" "$tmp/log" | head -1)"
-merge_any() { awk '/^ksm_merge_any:/ {print $2}' "/proc/$1/ksm_stat"; }
+merge_any() { ksm_flag "$1" merge_any; }
 [ "$(merge_any "$auto_pid")" = no ] || fail "contender $auto_pid had ksm_merge_any before readmission"
 
 # The exclusion sticks for ReadmitAfter=6s: discovery, whose policy verdict
 # is still "merge", must not switch it back on at its next ticks (1 s each).
+# Only its readmission may (by the reason in its outcome line): on a slow
+# (emulated) machine the readmission can come before these 3 s are over.
 sleep 3
-grep -q "pid $auto_pid (ksm-workload): method [a-z_]*: enabled" "$tmp/log" &&
-        fail "discovery switched the excluded contender back on before its readmission"
-[ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender $auto_pid merges again before its readmission"
+grep "pid $auto_pid (ksm-workload): method [a-z_]*: enabled" "$tmp/log" | grep -v "(readmitting pid $auto_pid " |
+        grep -q . && fail "discovery switched the excluded contender back on before its readmission"
+grep -q "readmitting pid $auto_pid" "$tmp/log" || [ "$(mergeable "$auto_pid")" = no ] ||
+        fail "excluded contender $auto_pid merges again before its readmission"
 
 # Readmitted, it gets back exactly what it had: its MADV_MERGEABLE buffer,
 # not PR_SET_MEMORY_MERGE over its whole mm (ksm_merge_any). Read at once:
@@ -158,7 +167,7 @@ start_contender 8 32 "$tmp/always"; always_pid=$pid
 start_daemon
 log_within_20s "pid $always_pid: excluding .*not done: its policy says Mode=always" ||
         fail "the Mode=always contender was not judged a contender within 20 s"
-grep -q "pid $always_pid (ksm-workload): method inject: disabled" "$tmp/log" && fail "Mode=always process excluded"
+grep -q "pid $always_pid (ksm-workload): method [a-z_]*: disabled" "$tmp/log" && fail "Mode=always process excluded"
 [ "$(mergeable "$always_pid")" = yes ] || fail "Mode=always process lost its mergeable memory"
 alive_untouched "$always_pid"
 echo "Mode=always contender judged and kept"

@@ -16,6 +16,7 @@
 #    daemon goes on, says so, and stops cleanly restoring its knobs.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 
 command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: no qemu-system-x86_64 (apt-get install qemu-system-x86)" >&2; exit 77; }
 
@@ -34,7 +35,7 @@ wait_for() { # seconds command...
         return 1
 }
 field() { sed -n "s/^$2:\t//p" "/proc/$1/status" 2>/dev/null; }
-merge_any() { sed -n 's/^ksm_merge_any: //p' "/proc/$1/ksm_stat" 2>/dev/null; }
+merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }
 log_has() { grep -q -e "$1" "$tmp/log"; }
 healthy() { # pid: alive, not stopped, not traced
@@ -86,7 +87,7 @@ qemu_filtered() { [ "$(field $qemu_pid Seccomp)" = 2 ]; }
 wait_for 90 qemu_filtered ||
         fail "QEMU did not install its seccomp filter (state $(cut -d' ' -f3 /proc/$qemu_pid/stat 2>/dev/null), wchan $(cat /proc/$qemu_pid/wchan 2>/dev/null), syscall $(cat /proc/$qemu_pid/syscall 2>/dev/null), $(ls /proc/$qemu_pid/task 2>/dev/null | wc -l) threads, fds $(ls -l /proc/$qemu_pid/fd 2>/dev/null | awk '{ print $NF }' | tr '\n' ' ')): $(cat "$tmp/qemu.log")"
 [ "$(merge_any $qemu_pid)" = no ] || fail "QEMU merges before the daemon runs"
-grep -q "ksm_mergeable: no" /proc/$qemu_pid/ksm_stat || fail "QEMU marked ranges mergeable despite mem-merge=off"
+[ "$(ksm_flag "$qemu_pid" mergeable)" = no ] || fail "QEMU marked ranges mergeable despite mem-merge=off"
 
 # inject-target --seccomp-deny-merge: its filter kills it on
 # prctl(PR_SET_MEMORY_MERGE); its stdin (a fifo we hold) keeps it running.
@@ -140,7 +141,7 @@ print(buf.decode(errors="replace"))
 PY
 )
 printf '%s\n' "$reply" | grep -q "VM status: paused" || fail "QEMU's monitor does not answer: $reply"
-echo "qemu: $(grep -o "method inject: enabled[^(]*([^)]*)" "$tmp/log" | head -1), Seccomp $(field $qemu_pid Seccomp), $(grep ksm_merge_any /proc/$qemu_pid/ksm_stat)"
+echo "qemu: $(grep -o "method inject: enabled[^(]*([^)]*)" "$tmp/log" | head -1), Seccomp $(field $qemu_pid Seccomp), ksm_merge_any: $(merge_any "$qemu_pid")"
 inject_worker=
 for c in $(children $supervisor); do
         [ "$(field $c CapEff)" = 0000000000080004 ] && inject_worker=$c

@@ -9,6 +9,7 @@
 # daemon (root, sandboxed by default) reaches it with CAP_SYS_PTRACE alone.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 
 tmp=$(mktemp -d /tmp/ksmtuned2-merge.XXXXXX)
 daemon_pid=
@@ -26,7 +27,7 @@ wait_for() { # seconds command...: polls every 0.1 s
         for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
         return 1
 }
-merge_any() { sed -n 's/^ksm_merge_any: //p' "/proc/$1/ksm_stat" 2>/dev/null; }
+merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }
 not_merging() { [ "$(merge_any "$1")" = no ]; }
 log_has() { grep -q -e "$1" "$tmp/log"; }

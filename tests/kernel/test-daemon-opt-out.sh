@@ -31,7 +31,7 @@ wait_log() { # pattern: waits up to 20 s for a log line matching it
         done
         return 1
 }
-field() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/ksm_stat"; }
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 
 # Two idle guests (-S: no CPU runs), told apart by a -name of this test's own
 # so that no other QEMU on the machine matches the policies.
@@ -46,12 +46,12 @@ start_qemu() { # name machine-options; sets qemu_pid
 start_qemu off pc,mem-merge=off; off=$qemu_pid
 start_qemu on pc; on=$qemu_pid
 for _ in $(seq 100); do
-        [ -r "/proc/$on/ksm_stat" ] && [ "$(field "$on" ksm_mergeable)" = yes ] && break
+        [ "$(ksm_flag "$on" mergeable)" = yes ] && break
         sleep 0.1
 done
 kill -0 "$off" 2>/dev/null || { cat "$tmp/qemu-off.log"; fail "QEMU (mem-merge=off) did not start"; }
-[ "$(field "$on" ksm_mergeable)" = yes ] || { cat "$tmp/qemu-on.log"; fail "QEMU (mem-merge=on) did not mark its RAM"; }
-[ "$(field "$off" ksm_mergeable)" = no ] || fail "QEMU with mem-merge=off marked memory mergeable"
+[ "$(ksm_flag "$on" mergeable)" = yes ] || { cat "$tmp/qemu-on.log"; fail "QEMU (mem-merge=on) did not mark its RAM"; }
+[ "$(ksm_flag "$off" mergeable)" = no ] || fail "QEMU with mem-merge=off marked memory mergeable"
 
 mkdir -p "$tmp/policy.d" "$tmp/run"
 cat > "$tmp/k.conf" <<CONF

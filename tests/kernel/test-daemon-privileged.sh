@@ -8,6 +8,7 @@
 # policy with InjectPrivileged=yes, after a reload, merges the setuid one.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
 
@@ -30,7 +31,7 @@ wait_for() { # seconds command...: polls every 0.1 s
         for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
         return 1
 }
-merge_any() { sed -n 's/^ksm_merge_any: //p' "/proc/$1/ksm_stat" 2>/dev/null; }
+merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }
 asleep() { [ "$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)" = 230 ]; } # clock_nanosleep: exec complete
 explained() { "$KSMCTL" explain "$1" --json 2>/dev/null | grep -q -e "$2"; }

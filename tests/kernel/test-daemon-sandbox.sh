@@ -52,11 +52,13 @@ field() { awk -v f="$1:" '$1 == f { print $2 }' "$2"; }
 # 1. Sandbox=yes (the default)
 write_conf yes
 start_daemon
-# CAP_DAC_READ_SEARCH (2), CAP_SYS_NICE (23) where remote MADV_MERGEABLE or
-# process_ksm is; CAP_SYS_PTRACE (19) only in the injector process.
+# CAP_DAC_READ_SEARCH (2); CAP_SYS_NICE (23) and CAP_SYS_PTRACE (19, for
+# their mm_access()) where remote MADV_MERGEABLE or process_ksm is; else
+# CAP_SYS_PTRACE only in the injector process.
 probe=$("$KSMTUNED2" --probe --json | tr ',' '\n')
 mask=$(( 1 << 2 ))
-printf '%s\n' "$probe" | grep -q -E '"(process_madvise_remote_mergeable|process_ksm_syscall)": *true' && mask=$((mask | (1 << 23)))
+printf '%s\n' "$probe" | grep -q -E '"(process_madvise_remote_mergeable|process_ksm_syscall)": *true' &&
+        mask=$((mask | (1 << 23) | (1 << 19)))
 kept=$(printf '%016x' $mask)
 sleep 0.5 # a few ticks through the filter
 ntasks=0

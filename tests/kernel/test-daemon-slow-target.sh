@@ -18,6 +18,7 @@ command -v dbus-daemon >/dev/null || { echo "SKIP: no dbus-daemon"; exit 77; }
 command -v busctl >/dev/null || { echo "SKIP: no busctl"; exit 77; }
 [ -c /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 HOG=${KSM_MMAP_LOCK_HOG:-$BUILD_ROOT/tests/helpers/mmap-lock-hog}
@@ -48,7 +49,7 @@ wait_for() { # seconds command...: polls every 0.1 s
 }
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # Never of the hog while it is locked: the read would wait with the rest.
-merging() { sed -n 's/^ksm_merge_any: //p' "/proc/$1/ksm_stat" 2>/dev/null | grep -qx yes; }
+merging() { [ "$(ksm_flag "$1" merge_any)" = yes ]; }
 explain() { busctl --system call org.ksmtuned2 /org/ksmtuned2 $IFACE Explain u "$1" 2>/dev/null; }
 explained_merging_no() { explain "$1" | grep -q '"merging" i 0'; }
 explained_slow() { explain "$1" | grep -q '"slow" b true'; }

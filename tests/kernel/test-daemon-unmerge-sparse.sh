@@ -15,6 +15,7 @@
 # the target's mmap_read_lock, and the chunks' madvise waits for it.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d /tmp/ksmtuned2-sparse.XXXXXX)
@@ -28,7 +29,7 @@ cleanup() {
 }
 trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -30 "$tmp/log" >&2; exit 1; }
-merge_any() { sed -n 's/^ksm_merge_any: //p' "/proc/$1/ksm_stat" 2>/dev/null; }
+merge_any() { ksm_flag "$1" merge_any; }
 hold_us() { sed -n 's/^max_hold_us \([0-9]*\).*/\1/p' "$tmp/hold" 2>/dev/null; }
 : > "$tmp/log"
 

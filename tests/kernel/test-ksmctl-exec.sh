@@ -9,17 +9,20 @@ set -u
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Without ksmctl nothing merges.
-base=$(sh -c 'sed -n "s/^ksm_merge_any: //p" /proc/self/ksm_stat')
+. "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
+base=$(sh -c '"$0" self' "$KSM_FLAGS" | sed -n 's/^ksm_merge_any: //p')
 [ "$base" = no ] || fail "baseline: ksm_merge_any is '$base'"
 
-# The command (sh), a child (sed) and a grandchild (sh -> sed), and one more
+# The command (sh), a child (ksm-flags) and a grandchild (sh -> ksm-flags), and one more
 # level through a subshell in the background.
+# ksm-flags reads the flags as the daemon does (the lines, or smaps on 6.12).
 out=$("$KSMCTL" exec -- sh -c '
-        sed -n "s/^ksm_merge_any: /self /p" /proc/$$/ksm_stat
-        sed -n "s/^ksm_merge_any: /child /p" /proc/self/ksm_stat
-        sh -c "sed -n \"s/^ksm_merge_any: /grandchild /p\" /proc/self/ksm_stat"
-        ( sh -c "sed -n \"s/^ksm_merge_any: /great-grandchild /p\" /proc/self/ksm_stat" ) & wait
-')
+        f=$0
+        "$f" $$ | sed -n "s/^ksm_merge_any: /self /p"
+        "$f" self | sed -n "s/^ksm_merge_any: /child /p"
+        sh -c "\"\$0\" self | sed -n \"s/^ksm_merge_any: /grandchild /p\"" "$f"
+        ( sh -c "\"\$0\" self | sed -n \"s/^ksm_merge_any: /great-grandchild /p\"" "$f" ) & wait
+' "$KSM_FLAGS")
 echo "$out"
 [ "$(printf '%s\n' "$out" | grep -c ' yes$')" = 4 ] || fail "not every descendant merges: $out"
 

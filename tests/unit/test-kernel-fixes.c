@@ -376,12 +376,16 @@ static void test_unmerge_plan(void **state) {
         unmerge_plan_done(&p);
 
         /* the next chunk follows what the last one held */
-        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC), 1000);
-        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC * 2), 500);
-        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC * 10), 250);
-        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC / 4), 2000);
-        assert_int_equal(unmerge_next_chunk_pages(1000, 0), 2000);
-        assert_int_equal(unmerge_next_chunk_pages(1, UNMERGE_CHUNK_BUDGET_USEC * 100), 1);
+        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC, 0), 1000);
+        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC * 2, 0), 500);
+        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC * 10, 0), 250);
+        assert_int_equal(unmerge_next_chunk_pages(1000, UNMERGE_CHUNK_BUDGET_USEC / 4, 0), 2000);
+        assert_int_equal(unmerge_next_chunk_pages(1000, 0, 0), 2000);
+        assert_int_equal(unmerge_next_chunk_pages(1, UNMERGE_CHUNK_BUDGET_USEC * 100, 0), 1);
+        /* a slow call, not a slow walk: never below the floor (a quarter
+         * of the plan's chunk), however long each call held the target */
+        assert_int_equal(unmerge_next_chunk_pages(2000, UNMERGE_CHUNK_BUDGET_USEC * 10, 1924), 1924);
+        assert_int_equal(unmerge_next_chunk_pages(1924, UNMERGE_CHUNK_BUDGET_USEC * 64, 1924), 1924);
 }
 
 static void test_smart_scan_workaround(void **state) {

@@ -280,6 +280,24 @@ static void test_unmet_pages(void **state) {
         assert_int_equal(process_unmet_pages(&p, 0), 0);
 }
 
+static void test_merging_enabled(void **state) {
+        Process p = {};
+        assert_int_equal(process_merging_enabled(&p), -1);
+        p.ksm_stat_valid = true;
+        p.ksm_stat = (ProcKsmStat) { .merge_any = 0, .mergeable = 1 };
+        assert_int_equal(process_merging_enabled(&p), 1);
+        p.ksm_stat = (ProcKsmStat) { .merge_any = 0, .mergeable = 0, .rmap_items = 5 };
+        assert_int_equal(process_merging_enabled(&p), 0);
+        /* 6.12 without smaps access: neither line nor inference, so ksmd's
+         * rmap items (only pages of VM_MERGEABLE mappings get one) say it */
+        p.ksm_stat = (ProcKsmStat) { .merge_any = -1, .mergeable = -1 };
+        assert_int_equal(process_merging_enabled(&p), 0);
+        p.ksm_stat.rmap_items = 8192;
+        assert_int_equal(process_merging_enabled(&p), 1);
+        p.ksm_stat = (ProcKsmStat) { .merge_any = -1, .mergeable = -1, .merging_pages = 3 };
+        assert_int_equal(process_merging_enabled(&p), 1);
+}
+
 static void test_parse_cmdline(void **state) {
         check_cmdline("/usr/bin/java\0-jar\0app.jar\0", 26, "/usr/bin/java -jar app.jar");
         check_cmdline("", 0, "");
@@ -297,6 +315,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_cmdline),
                 cmocka_unit_test(test_identity),
                 cmocka_unit_test(test_unmet_pages),
+                cmocka_unit_test(test_merging_enabled),
                 cmocka_unit_test(test_controller_respects_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,7 @@
 #include <cmocka.h>
 
 #include "fake-tree.h"
+#include "proc-maps.h"
 #include "procfs.h"
 #include "root.h"
 #include "util.h"
@@ -161,6 +162,131 @@ static void test_ksm_stat(void **state) {
         assert_int_equal(procfs_parse_ksm_stat("ksm_merging_pages 1\nksm_merge_any: maybe\n", &s), -EINVAL);
 }
 
+/* Linux 6.12 (as the stock test kernel prints them): ksm_stat without
+ * ksm_merge_any/ksm_mergeable, and smaps. A process under
+ * PR_SET_MEMORY_MERGE: the kernel marked its program's private file
+ * mappings as well as its heap and anonymous memory (not the shared
+ * mapping: not KSM-compatible). */
+static const char ksm_stat_612[] = "ksm_rmap_items 8192\nksm_zero_pages 0\nksm_merging_pages 4096\n"
+                                   "ksm_process_profit 16633856\n";
+static const char smaps_612_merge_any[] =
+        "55f1c0a00000-55f1c0a02000 r--p 00000000 fe:01 1311001                    /usr/bin/ksm-workload\n"
+        "Size:                  8 kB\n"
+        "KSM:                   0 kB\n"
+        "VmFlags: rd mr mw me dw sd mg\n"
+        "55f1c0a02000-55f1c0a04000 r-xp 00002000 fe:01 1311001                    /usr/bin/ksm-workload\n"
+        "Size:                  8 kB\n"
+        "VmFlags: rd ex mr mw me dw sd mg\n"
+        "55f1c1a00000-55f1c1a21000 rw-p 00000000 00:00 0                          [heap]\n"
+        "Size:                132 kB\n"
+        "VmFlags: rd wr mr mw me ac sd mg\n"
+        "7f3a00000000-7f3a02000000 rw-p 00000000 00:00 0 \n"
+        "Size:              32768 kB\n"
+        "KSM:               16384 kB\n"
+        "VmFlags: rd wr mr mw me ac sd mg\n"
+        "7f3a02000000-7f3a02100000 rw-s 00000000 00:01 4242                       /dev/zero (deleted)\n"
+        "Size:               1024 kB\n"
+        "VmFlags: rd wr sh mr mw me ms sd \n"
+        "7ffd10000000-7ffd10021000 rw-p 00000000 00:00 0                          [stack]\n"
+        "Size:                132 kB\n"
+        "VmFlags: rd wr mr mw me gd ac \n"
+        "7ffd10100000-7ffd10102000 r-xp 00000000 00:00 0                          [vdso]\n"
+        "Size:                  8 kB\n"
+        "VmFlags: rd ex mr mw me de sd \n";
+/* QEMU marking its guest RAM itself (MADV_MERGEABLE): anonymous only. */
+static const char smaps_612_ranges[] =
+        "55d0a0000000-55d0a0400000 r-xp 00000000 fe:01 2000                       /usr/bin/qemu-system-x86_64\n"
+        "Size:               4096 kB\n"
+        "VmFlags: rd ex mr mw me sd \n"
+        "7f0000000000-7f0040000000 rw-p 00000000 00:00 0 \n"
+        "Size:            1048576 kB\n"
+        "VmFlags: rd wr mr mw me nr sd mg\n"
+        "7f0040000000-7f0040200000 rw-p 00000000 00:00 0 \n"
+        "Size:               2048 kB\n"
+        "VmFlags: rd wr mr mw me ac sd \n";
+static const char smaps_612_none[] =
+        "55d0a0000000-55d0a0400000 r-xp 00000000 fe:01 2000                       /usr/bin/sleep\n"
+        "VmFlags: rd ex mr mw me sd \n"
+        "55d0a1000000-55d0a1021000 rw-p 00000000 00:00 0                          [heap]\n"
+        "VmFlags: rd wr mr mw me ac sd \n";
+
+static void test_ksm_stat_612(void **state) {
+        int any = 7, mg = 7;
+
+        assert_int_equal(proc_smaps_parse_ksm_flags(smaps_612_merge_any, &any, &mg), 0);
+        assert_int_equal(any, 1);
+        assert_int_equal(mg, 1);
+        assert_int_equal(proc_smaps_parse_ksm_flags(smaps_612_ranges, &any, &mg), 0);
+        assert_int_equal(any, 0);
+        assert_int_equal(mg, 1);
+        assert_int_equal(proc_smaps_parse_ksm_flags(smaps_612_none, &any, &mg), 0);
+        assert_int_equal(any, 0);
+        assert_int_equal(mg, 0);
+        assert_int_equal(proc_smaps_parse_ksm_flags("VmFlags: rd wr mg\n", &any, &mg), -EINVAL);
+
+        /* The pure inference on runs, as the injector hands them over: a
+         * marked run reaching past the anonymous memory is whole-mm. */
+        MapRange m[] = { { .start = 0x1000, .end = 0x5000 } }, a[] = { { .start = 0x0, .end = 0x3000 },
+                                                                      { .start = 0x3000, .end = 0x5000 } };
+        MapList ml = { m, 1 }, al = { a, 2 }, al1 = { a, 1 }, none = {};
+        map_list_ksm_flags(&ml, &al, &any, &mg);
+        assert_int_equal(any, 0);
+        assert_int_equal(mg, 1);
+        map_list_ksm_flags(&ml, &al1, &any, &mg);
+        assert_int_equal(any, 1);
+        map_list_ksm_flags(&none, &al, &any, &mg);
+        assert_int_equal(any, 0);
+        assert_int_equal(mg, 0);
+
+        /* The reader: the lines absent, smaps read and both inferred. */
+        FakeTree t;
+        Root *r = NULL;
+        int dfd;
+        ProcKsmStat s;
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        fake_write(&t, "proc/100/ksm_stat", ksm_stat_612);
+        fake_write(&t, "proc/100/smaps", smaps_612_merge_any);
+        fake_write(&t, "proc/200/ksm_stat", ksm_stat_612);
+        fake_write(&t, "proc/200/smaps", smaps_612_ranges);
+        /* smaps not readable (EACCES without ptrace access; here EISDIR):
+         * unknown, not an error */
+        fake_write(&t, "proc/300/ksm_stat", ksm_stat_612);
+        fake_mkdir(&t, "proc/300/smaps");
+        /* a newer kernel: its own lines win, smaps is not read */
+        fake_write(&t, "proc/400/ksm_stat", "ksm_rmap_items 1\nksm_merging_pages 0\nksm_merge_any: no\nksm_mergeable: no\n");
+        fake_write(&t, "proc/400/smaps", smaps_612_merge_any);
+        assert_int_equal(root_open(t.path, &r), 0);
+
+        assert_int_equal(root_open_pid_dir(r, 100, &dfd), 0);
+        assert_int_equal(procfs_read_ksm_stat(dfd, &s), 0);
+        assert_int_equal(s.merging_pages, 4096);
+        assert_int_equal(s.merge_any, 1);
+        assert_int_equal(s.mergeable, 1);
+        assert_true(s.flags_inferred);
+        close(dfd);
+        assert_int_equal(root_open_pid_dir(r, 200, &dfd), 0);
+        assert_int_equal(procfs_read_ksm_stat(dfd, &s), 0);
+        assert_int_equal(s.merge_any, 0);
+        assert_int_equal(s.mergeable, 1);
+        close(dfd);
+        assert_int_equal(root_open_pid_dir(r, 300, &dfd), 0);
+        assert_int_equal(procfs_read_ksm_stat(dfd, &s), 0);
+        assert_int_equal(s.merge_any, -1);
+        assert_int_equal(s.mergeable, -1);
+        assert_false(s.flags_inferred);
+        assert_int_equal(s.rmap_items, 8192);
+        close(dfd);
+        assert_int_equal(root_open_pid_dir(r, 400, &dfd), 0);
+        assert_int_equal(procfs_read_ksm_stat(dfd, &s), 0);
+        assert_int_equal(s.merge_any, 0);
+        assert_int_equal(s.mergeable, 0);
+        assert_false(s.flags_inferred);
+        close(dfd);
+        root_free(r);
+        fake_tree_done(&t);
+}
+
 static void test_meminfo_psi(void **state) {
         Meminfo m;
         Psi p;
@@ -232,7 +358,8 @@ int main(void) {
                 cmocka_unit_test(test_stat_plain),        cmocka_unit_test(test_stat_hostile_comm),
                 cmocka_unit_test(test_stat_truncated),    cmocka_unit_test(test_stat_kthread),
                 cmocka_unit_test(test_status),            cmocka_unit_test(test_cgroup),
-                cmocka_unit_test(test_ksm_stat),          cmocka_unit_test(test_meminfo_psi),
+                cmocka_unit_test(test_ksm_stat),          cmocka_unit_test(test_ksm_stat_612),
+                cmocka_unit_test(test_meminfo_psi),
                 cmocka_unit_test(test_fake_tree_readers),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

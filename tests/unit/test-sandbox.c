@@ -188,8 +188,10 @@ static void test_keep_mask(void **state) {
         const uint64_t observe = UINT64_C(1) << CAP_DAC_READ_SEARCH;
         SandboxNeeds n = {};
         assert_int_equal(sandbox_keep_mask(&n), observe);
+        /* Remote madvise and process_ksm check ptrace read access first. */
         n = (SandboxNeeds) { .remote_madvise = true };
-        assert_int_equal(sandbox_keep_mask(&n), observe | (UINT64_C(1) << CAP_SYS_NICE));
+        assert_int_equal(sandbox_keep_mask(&n),
+                         observe | (UINT64_C(1) << CAP_SYS_NICE) | (UINT64_C(1) << CAP_SYS_PTRACE));
         n = (SandboxNeeds) { .taskstats = true };
         assert_int_equal(sandbox_keep_mask(&n), observe | (UINT64_C(1) << CAP_NET_ADMIN));
         n = (SandboxNeeds) { .ptrace = true };

@@ -48,7 +48,7 @@ echo "boot and uname -r in the guest: $((t3 - t2)) s ($out)"
 # KSMTUNED2_VMKERNEL_TESTS=all runs every kernel test, or names the tests
 # to run (space-separated).
 default_tests="test-kernel-readers test-daemon-policies.sh test-daemon-sandbox.sh test-daemon-tuning.sh
-        test-daemon-merge.sh test-daemon-contention.sh test-tracefs test-ksmctl-exec.sh"
+        test-daemon-merge.sh test-daemon-contention.sh test-tracefs test-ksmctl-exec.sh test-daemon-remote-methods.sh"
 tests=${KSMTUNED2_VMKERNEL_TESTS:-$default_tests}
 [ "$tests" = all ] && tests=
 log=$BUILD_ROOT/meson-logs/vmkernel-$flavour.txt
