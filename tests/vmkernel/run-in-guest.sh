@@ -104,8 +104,11 @@ echo "$cwd" > "$RUN/cwd"
 
 t0=$(date +%s.%N)
 # --pdeathsig: QEMU dies with this script even when it is SIGKILLed.
+# mem-merge=off: the guest's RAM stays out of the host's KSM. Guests run
+# beside host tests that need pages_shared at 0 (max_page_sharing can only
+# be written then, EBUSY otherwise) and count the host's merged pages.
 setpriv --pdeathsig KILL -- "$QEMU" -nodefaults -no-user-config -display none -no-reboot \
-        -accel tcg,thread=multi -smp "${KSMTUNED2_VM_SMP:-2}" -m "${KSMTUNED2_VM_MEM:-4G}" \
+        -machine pc,mem-merge=off -accel tcg,thread=multi -smp "${KSMTUNED2_VM_SMP:-2}" -m "${KSMTUNED2_VM_MEM:-4G}" \
         -kernel "$kernel" \
         -append "console=ttyS0 quiet panic=-1 root=rootfs rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=512000,cache=loose ro init=/sbin/ksmtuned2-vm-init" \
         -serial "file:$RUN/console.log" \
