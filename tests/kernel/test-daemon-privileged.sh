@@ -26,11 +26,7 @@ cleanup() {
 }
 trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -30 "$tmp/log" >&2; exit 1; }
-wait_for() { # seconds command...: polls every 0.1 s
-        local n=$(($1 * 10)); shift
-        for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-        return 1
-}
+. "$SOURCE_ROOT/tests/lib/wait.sh"
 merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }
 asleep() { [ "$(cut -d' ' -f1 "/proc/$1/syscall" 2>/dev/null)" = 230 ]; } # clock_nanosleep: exec complete

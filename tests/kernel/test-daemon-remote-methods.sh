@@ -35,11 +35,7 @@ cleanup() {
 }
 trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
-wait_for() { # seconds command...: polls every 0.1 s
-        local n=$(($1 * 10)); shift
-        for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-        return 1
-}
+. "$SOURCE_ROOT/tests/lib/wait.sh"
 log_has() { grep -q -e "$1" "$tmp/log"; }
 flags() { echo "$(ksm_flag "$1" merge_any)/$(ksm_flag "$1" mergeable)"; }
 flags_are() { [ "$(flags "$1")" = "$2" ]; }

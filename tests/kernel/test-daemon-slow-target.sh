@@ -42,11 +42,7 @@ cleanup() {
 }
 trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
-wait_for() { # seconds command...: polls every 0.1 s
-        local n=$(($1 * 10)); shift
-        for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done
-        return 1
-}
+. "$SOURCE_ROOT/tests/lib/wait.sh"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # Never of the hog while it is locked: the read would wait with the rest.
 merging() { [ "$(ksm_flag "$1" merge_any)" = yes ]; }
