@@ -857,12 +857,12 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
          * symlink gave a policy's Comm= is not merged on their behalf by
          * process_ksm or remote madvise either. Those calls check the
          * daemon against the target themselves (PTRACE_MODE_READ_FSCREDS,
-         * on its credentials at the call, through the pidfd): without
-         * CAP_SYS_PTRACE, under the sandbox, that already refuses every
-         * other user's and every non-dumpable process, race-free; this
-         * check is what holds with Sandbox=no (an exec between it and the
-         * call is then not seen). AT_SECURE is unknown here without
-         * CAP_SYS_PTRACE (auxv); inject checks everything again, stopped.
+         * on its credentials at the call, through the pidfd), but where
+         * the kernel has them the daemon keeps CAP_SYS_PTRACE, which that
+         * check needs for another user's process (sandbox_keep_mask()),
+         * so it lets every target through: this check is what holds, and
+         * an exec between it and the call is not seen, nor is AT_SECURE
+         * (auxv is not read here); inject checks everything again, stopped.
          * Switching off is never refused: it only takes exposure away. */
         if (a->action == MERGE_ACTION_ENABLE && !a->inject_privileged) {
                 ProcessIdentity now;
