@@ -50,6 +50,8 @@ static void write_discovery(JsonWriter *w, Discovery *d) {
         json_kv_u64(w, "overflows", s.events.overflows);
         json_kv_u64(w, "malformed", s.events.malformed);
         json_kv_u64(w, "events_cpu_usec", s.events.cpu_usec);
+        json_kv_u64(w, "event_drains", s.events.drains);
+        json_kv_u64(w, "event_drains_deferred", s.events.deferred_drains);
         json_kv_u64(w, "slow_processes", s.slow_processes);
         json_kv_u64(w, "policies", s.policies);
         /* The counts and sums kept as processes change, checked against a
