@@ -9,7 +9,9 @@
 # as long as the walk of every page takes (256 GiB took 22 s on the test
 # machine's 6.18); the daemon unmerges in chunks instead, and the target
 # measures from its own side that its thread was never held for more than
-# 100 ms. ksmd stays off throughout (IdleMode=stop from the first tick, and
+# 100 ms (less what a second thread of its own, which the injector does
+# not touch, saw of the machine stalling at the same time: a whole-VM stall
+# of a shared CI host is not the daemon's doing). ksmd stays off throughout (IdleMode=stop from the first tick, and
 # Tracepoints=no so that another user's process entering KSM on this shared
 # machine does not start a burst): a stock ksmd walks the same holes under
 # the target's mmap_read_lock, and the chunks' madvise waits for it.
@@ -31,6 +33,7 @@ trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -30 "$tmp/log" >&2; exit 1; }
 merge_any() { ksm_flag "$1" merge_any; }
 hold_us() { sed -n 's/^max_hold_us \([0-9]*\).*/\1/p' "$tmp/hold" 2>/dev/null; }
+own_hold_us() { sed -n 's/.* own_hold_us \([0-9]*\).*/\1/p' "$tmp/hold" 2>/dev/null; }
 : > "$tmp/log"
 
 # 1. The probe: a state with its figures, and bounded in time.
@@ -98,10 +101,12 @@ end=$(date +%s)
 sleep 0.3       # one more report of the target's (every 100 ms)
 echo "outcome after $((end - start)) s: $line"
 [ "$(merge_any "$target_pid")" = no ] || fail "target still merges: $line"
-held=$(hold_us)
-[ -n "$held" ] || fail "the target reported nothing"
-echo "longest hold of the target's thread: $held us"
-[ "$held" -lt 100000 ] || fail "the target's thread was held $held us (> 100 ms; the machine alone: ${baseline:-?} us)"
+held=$(hold_us) own=$(own_hold_us)
+[ -n "$held" ] && [ -n "$own" ] || fail "the target reported nothing"
+echo "longest hold of the target's thread: $own us ($held us before taking off what its other thread saw the machine stall)"
+# The measure is only right if the injector held the thread that measures.
+grep -q "(tid $target_pid," <<<"$line" || fail "the injector did not take the main thread: $line"
+[ "$own" -lt 100000 ] || fail "the target's thread was held $own us (> 100 ms; $held us in all; the machine alone: ${baseline:-?} us)"
 if [ "$state" = no ]; then
         grep -q "in [0-9]* chunks, [0-9]* over [0-9]* ms (no break_ksm range walk" <<<"$line" || fail "not unmerged in chunks: $line"
 fi
