@@ -84,7 +84,8 @@ typedef struct Controller {
         uint64_t backoff_usec;          /* last end of a burst */
         bool throttled;                 /* burst allowance spent */
 
-        double allowance_nsec;          /* ksmd CPU left for bursts */
+        double allowance_nsec;          /* ksmd CPU left for bursts; negative: overdrawn */
+        double borrow_nsec;             /* what this burst may overdraw it by (controller_burst_borrow_nsec) */
         /* Why ksmd runs at the rate it does, in words: the why of the latest
          * tuning decision ("1.2 GiB newly mergeable"), or of a step within a
          * burst that is no decision of its own (decay, a refilled allowance). */
@@ -116,6 +117,11 @@ void controller_init(Controller *c, const TuningConfig *cfg, uint64_t now_usec);
 
 /* Memory need 0..1 from MemAvailable/MemTotal and PSI memory some avg10. */
 double controller_need(const Model *m, const TuningConfig *cfg);
+
+/* Full scans of its memory that a burst may spend ksmd CPU on beyond
+ * BurstAllowance=, borrowed against the budget. */
+#define CONTROLLER_BURST_SCANS 3
+double controller_burst_borrow_nsec(const Model *m, const TuningConfig *cfg);
 /* The long-run ksmd CPU budget, fraction of one core, for this need. */
 double controller_budget(const TuningConfig *cfg, double need);
 
