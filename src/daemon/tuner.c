@@ -33,6 +33,13 @@
 #define BURST_WINDOW_GAP_USEC (500 * USEC_PER_MSEC)
 #define BURST_WINDOWS 4
 #define BURST_WINDOW_SLOW_GAP_USEC (5 * USEC_PER_SEC)
+/* A burst window that saw ksmd take fewer mmap locks than this fell into
+ * its sleep (a burst's sleep grows to ~300 ms after barren scans, its
+ * windows are ~70 ms): it says nothing about contention and does not count
+ * among the BURST_WINDOWS quick ones. Seen in the contention test on a
+ * loaded machine: 4 windows, one with no lock of ksmd's, the burst over
+ * before a window caught the contender. */
+#define WINDOW_MIN_KSMD_LOCKS 16
 /* A full scan's end wakes the controller during a burst, but not more often
  * than this: a small set is scanned hundreds of times a second, and there
  * a scan's end is no moment to catch. */
@@ -307,6 +314,9 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 contender_facts(t, &t->model.contenders[i]);
 
         const ContentionWindow *w = &t->window;
+        if (w->ksmd_acquired < WINDOW_MIN_KSMD_LOCKS && t->burst_windows > 0 &&
+            (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY))
+                t->burst_windows--;
         log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
                   " scanned pages, ksmd waited %.0f%% of %" PRIu64 " ms, %zu contenders, %" PRIu64 " lost",
                   w->events, w->ksmd_acquired, w->ksmd_trylock_failures, scanned,

@@ -97,9 +97,9 @@ start_contender() {
         ksm_guard_track "$pid"
         [ "$(mergeable "$pid")" = yes ] || fail "contender $pid did not mark its memory mergeable"
 }
-# Waits up to 20 s for the daemon's log to hold a line matching $1.
-log_within_20s() {
-        for _ in $(seq 200); do
+# Waits up to $2 s (default 20) for the daemon's log to hold a line matching $1.
+log_within() {
+        for _ in $(seq $((${2:-20} * 10))); do
                 grep -q "$1" "$tmp/log" && return 0
                 sleep 0.1
         done
@@ -118,9 +118,16 @@ start_daemon
 # which process_ksm cannot take back). There ksmd still blocks on the
 # contender's lock in the scan itself (the 6.12 port of seed 001 converts
 # only the unstable-tree lookup), so excluding it is still right.
-log_within_20s "pid $auto_pid (ksm-workload): method [a-z_]*: disabled"; excluded=$?
+# Which window catches ksmd behind the contender's lock is chance (ksmd
+# sleeps ~200 ms between batches late in a burst, a window lasts ~70 ms):
+# with a TCG guest running beside it (nice 19), ksmd waited 1-12% of the
+# windows in 5 runs of 14 where it waits 30-70% in the others, and the
+# exclusion came 13-27 s after the start or not within 60 s. On a quiet
+# machine it comes from the burst's windows. The bound is on the daemon
+# acting at all, not on how soon.
+log_within "pid $auto_pid (ksm-workload): method [a-z_]*: disabled" 60; excluded=$?
 grep -E 'contention window|excluding' "$tmp/log" | head -4
-[ "$excluded" = 0 ] || fail "the Mode=auto contender was not excluded within 20 s"
+[ "$excluded" = 0 ] || fail "the Mode=auto contender was not excluded within 60 s"
 grep -q "excluding pid $auto_pid (ksm-workload): [0-9]*% of ksmd time blocked on its mmap lock, 0 pages merged" \
         "$tmp/log" || fail "exclusion without its reason"
 [ "$(mergeable "$auto_pid")" = no ] || fail "excluded contender still has mergeable memory"
@@ -165,7 +172,7 @@ for _ in $(seq 100); do kill -0 "$auto_pid" 2>/dev/null || break; sleep 0.05; do
 # The Mode=always one is judged the same way and never taken out.
 start_contender 8 32 "$tmp/always"; always_pid=$pid
 start_daemon
-log_within_20s "pid $always_pid: excluding .*not done: its policy says Mode=always" ||
+log_within "pid $always_pid: excluding .*not done: its policy says Mode=always" ||
         fail "the Mode=always contender was not judged a contender within 20 s"
 grep -q "pid $always_pid (ksm-workload): method [a-z_]*: disabled" "$tmp/log" && fail "Mode=always process excluded"
 [ "$(mergeable "$always_pid")" = yes ] || fail "Mode=always process lost its mergeable memory"
@@ -176,7 +183,7 @@ echo "Mode=always contender judged and kept"
 # ksmd trylocks (seed 000): a failed try (yes) or 20 waits without one (no).
 # One window may see fewer than 20 (seen in CI: one window, 54% blocked,
 # undecided): wait for the decision, which only the windows can make.
-log_within_20s "Kernel fix 000 (trylock): \(yes\|no\)," || fail "the contention windows did not decide fix 000"
+log_within "Kernel fix 000 (trylock): \(yes\|no\)," || fail "the contention windows did not decide fix 000"
 grep -o "Kernel fix 00[0-4] ([a-z-]*): .*" "$tmp/log" | cut -c1-200
 stop_daemon
 echo "SIGTERM: knobs restored"
