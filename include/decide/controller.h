@@ -49,6 +49,11 @@ typedef enum TuneMode {
 
 const char *tune_mode_to_string(TuneMode m);
 
+/* A burst or its decay: the phases that spend the burst allowance. */
+static inline bool tune_mode_is_burst(TuneMode m) {
+        return m == TUNE_MODE_BURST || m == TUNE_MODE_DECAY;
+}
+
 #define CONTROLLER_MAX_DECISIONS 8
 #define CONTROLLER_MAX_EXCLUSIONS 32
 

@@ -217,7 +217,7 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                  * scans short: their ends woke a tick 20 times a second. The
                  * arrivals' own wake-up comes once per burst interval. */
                 bool arriving = t->enter_last_usec > 0 && now - t->enter_last_usec < t->enter_gap_usec;
-                if ((mode == TUNE_MODE_BURST || mode == TUNE_MODE_DECAY) && t->wake && !arriving &&
+                if (tune_mode_is_burst(mode) && t->wake && !arriving &&
                     now - t->model.time_usec >= SCAN_END_MIN_GAP_USEC)
                         t->wake(t->userdata);
                 return;
@@ -315,7 +315,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
 
         const ContentionWindow *w = &t->window;
         if (w->ksmd_acquired < WINDOW_MIN_KSMD_LOCKS && t->burst_windows > 0 &&
-            (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY))
+            tune_mode_is_burst(t->controller.mode))
                 t->burst_windows--;
         log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
                   " scanned pages, ksmd waited %.0f%% of %" PRIu64 " ms, %zu contenders, %" PRIu64 " lost",
@@ -351,7 +351,7 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                 return;
         if (!tick || !tick->run || tick->scanned_pages == 0)
                 return;         /* ksmd idle: nothing to learn */
-        bool bursting = t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY;
+        bool bursting = tune_mode_is_burst(t->controller.mode);
         if (bursting) {
                 /* A window early in every burst and every second while it
                  * lasts, whatever the samples say:
@@ -617,7 +617,7 @@ uint64_t tuner_sample_interval_usec(const Tuner *t, uint64_t configured_usec) {
         const ModelTick *tick;
         if (!t)
                 return configured_usec;
-        if (t->controller.mode == TUNE_MODE_BURST || t->controller.mode == TUNE_MODE_DECAY)
+        if (tune_mode_is_burst(t->controller.mode))
                 return configured_usec;
         tick = model_tick(&t->model, 0);
         if (tick && tick->scanned_pages == 0)

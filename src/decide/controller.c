@@ -154,7 +154,7 @@ static double idle_rate(const TuningConfig *cfg) {
 }
 
 static void set_mode(Controller *c, const Model *m, TuneMode mode, uint64_t now) {
-        if ((c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY) && mode == TUNE_MODE_MAINTAIN)
+        if (tune_mode_is_burst(c->mode) && mode == TUNE_MODE_MAINTAIN)
                 c->backoff_usec = now;
         c->mode = mode;
         c->mode_since_usec = now;
@@ -229,7 +229,7 @@ double controller_burst_borrow_nsec(const Model *m, const TuningConfig *cfg) {
 static void account_allowance(Controller *c, const Model *m, const TuningConfig *cfg, double budget) {
         const ModelTick *t = model_tick(m, 0);
         double cap = (double) cfg->burst_allowance_usec * NSEC_PER_USEC;
-        bool bursting = c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY;
+        bool bursting = tune_mode_is_burst(c->mode);
 
         if (!t || t->time_usec == c->last_tick_usec)
                 return;
@@ -442,7 +442,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         /* --- the mode --- */
         uint64_t unmet = unmet_news(c, m);
         if (entered || new_pages >= cfg->burst_min_new_pages || unmet > 0) {
-                if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
+                if (tune_mode_is_burst(c->mode))
                         ; /* already bursting: the new memory is being scanned */
                 else if (!entered && unmet > 0)
                         because_unmet(c, d, m, unmet);
@@ -467,7 +467,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                         c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",
                         fmt_pages(a, sizeof a, m, (uint64_t) m->last_scan_gain_pages));
                 set_mode(c, m, TUNE_MODE_BURST, now);
-        } else if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY) {
+        } else if (tune_mode_is_burst(c->mode)) {
                 bool empty = m->rmap_items == 0 && now - c->mode_since_usec >= EMPTY_BURST_USEC;
                 /* A settled scan (model.h) ends the burst at once, paying or
                  * not: a confirming pass at burst rate would only find what
@@ -521,7 +521,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
 
         /* --- the knobs --- */
         uint64_t p, sl;
-        bool bursting = c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY;
+        bool bursting = tune_mode_is_burst(c->mode);
         if (bursting && c->allowance_nsec <= -c->borrow_nsec && !c->throttled) {
                 if (c->borrow_nsec > 0)
                         because(c, d, 0, "burst throttled",
@@ -625,7 +625,7 @@ uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *
                 /* right when the hold ends, not up to a burst tick later */
                 return MIN(MIN(cfg->burst_interval_usec, default_usec),
                            c->hold_until_usec - c->decided_usec + USEC_PER_MSEC);
-        if (c->mode == TUNE_MODE_BURST || c->mode == TUNE_MODE_DECAY)
+        if (tune_mode_is_burst(c->mode))
                 return MIN(cfg->burst_interval_usec, default_usec);
         return default_usec;
 }
