@@ -96,7 +96,7 @@ typedef struct ProcEventsCounters {
         uint64_t malformed;
         uint64_t cpu_usec;      /* the loop thread's CPU time reading and handling them (callbacks included) */
         uint64_t drains;        /* batches read */
-        uint64_t deferred_drains; /* wakeups that found the storm guard's bucket dry and waited for a token */
+        uint64_t deferred_drains; /* wakeups that found the storm guard's bucket dry and waited 50 ms */
 } ProcEventsCounters;
 
 void proc_events_get_counters(const ProcEvents *pe, ProcEventsCounters *ret);

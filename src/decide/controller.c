@@ -523,16 +523,13 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         uint64_t p, sl;
         bool bursting = tune_mode_is_burst(c->mode);
         if (bursting && c->allowance_nsec <= -c->borrow_nsec && !c->throttled) {
+                char borrowed[96] = ",";
                 if (c->borrow_nsec > 0)
-                        because(c, d, 0, "burst throttled",
-                                "allowance of %s ksmd CPU spent, and %s borrowed for %u full scans of the "
-                                "memory: holding at %.0f%% of a core",
-                                format_timespan(a, sizeof a, cfg->burst_allowance_usec),
-                                format_timespan(b, sizeof b, (uint64_t) (c->borrow_nsec / NSEC_PER_USEC)),
-                                (unsigned) CONTROLLER_BURST_SCANS, budget * 100.0);
-                else
-                        because(c, d, 0, "burst throttled", "allowance of %s ksmd CPU spent, holding at %.0f%% of a core",
-                                format_timespan(a, sizeof a, cfg->burst_allowance_usec), budget * 100.0);
+                        snprintf(borrowed, sizeof borrowed, ", and %s borrowed for %u full scans of the memory:",
+                                 format_timespan(b, sizeof b, (uint64_t) (c->borrow_nsec / NSEC_PER_USEC)),
+                                 (unsigned) CONTROLLER_BURST_SCANS);
+                because(c, d, 0, "burst throttled", "allowance of %s ksmd CPU spent%s holding at %.0f%% of a core",
+                        format_timespan(a, sizeof a, cfg->burst_allowance_usec), borrowed, budget * 100.0);
                 c->throttled = true;
         } else if (bursting && c->allowance_nsec > -c->borrow_nsec && c->throttled) {
                 /* no decision: the knobs follow on their own */

@@ -33,12 +33,13 @@
  * that exit a moment later: 6.8% of a core for prctl-merge children at
  * 500/s (tests/kernel/test-daemon-enter-storm.sh). Each drain takes
  * PROC_EVENTS_DRAIN_USEC of credit from a bucket that refills in real time
- * and holds PROC_EVENTS_DRAIN_BURST drains: up to 500 wakeups a second (the
- * classification benchmark's 200 execs a second need ~400) are read at
- * once. A wakeup that finds the bucket dry waits PROC_EVENTS_STORM_USEC:
- * then one batch holds the storm's events of that time, and a child that
- * forked and exited within it is never read (2.4% of a core, measured, in
- * the storm above, with verdicts up to 50 ms late while it lasts). */
+ * and holds PROC_EVENTS_DRAIN_BURST drains: up to ~660 wakeups a second
+ * (the classification benchmark's 200 execs a second need ~400; at 500 a
+ * second and a burst of 64 its p99 rose to 40 ms) are read at once. A
+ * wakeup that finds the bucket dry waits PROC_EVENTS_STORM_USEC: then one
+ * batch holds the storm's events of that time, and a child that forked and
+ * exited within it is never read (2.7-3.7% of a core, measured, in the
+ * storm above, with verdicts up to 50 ms late while it lasts). */
 #define PROC_EVENTS_DRAIN_USEC (1500)
 #define PROC_EVENTS_DRAIN_BURST 256
 #define PROC_EVENTS_STORM_USEC (50 * USEC_PER_MSEC)
