@@ -473,6 +473,16 @@ static void test_burst_ignores_cost_noise(void **state) {
         assert_int_equal(x.knob_changes, before);
 }
 
+/* A fresh controller with a 2 s BurstAllowance= (full), in the burst that a
+ * process entering KSM starts. */
+static void sim_burst_small_allowance(Sim *x) {
+        sim_init(x);
+        x->cfg.burst_allowance_usec = 2 * SEC;
+        x->c.allowance_nsec = 2e9;
+        model_note_ksm_enter(&x->m, x->s.time_usec, 1, "big");
+        sim_step(x, 10 * MS, 0, 0, 0, 0, 0);
+}
+
 static void test_bounds_and_budget(void **state) {
         TuningConfig cfg = TUNING_CONFIG_DEFAULTS;
         uint64_t p, s;
@@ -505,11 +515,7 @@ static void test_bounds_and_budget(void **state) {
          * memory (300,000 pages at 0.8 us) costs less than the allowance
          * over three scans, so nothing is borrowed; ksmd scans it again
          * and again (a cost no merge explains) */
-        sim_init(&x);
-        x.cfg.burst_allowance_usec = 2 * SEC;
-        x.c.allowance_nsec = 2e9;
-        model_note_ksm_enter(&x.m, x.s.time_usec, 1, "big");
-        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        sim_burst_small_allowance(&x);
         sim_step(&x, 250 * MS, 300000, 0, 0, 300000, 240 * 1000 * 1000);
         for (int i = 0; i < 19; i++)
                 sim_step(&x, 250 * MS, 300000, 0, 0, 0, 240 * 1000 * 1000);
@@ -534,11 +540,7 @@ static void test_bounds_and_budget(void **state) {
  * 44-47 s of ksmd CPU merging and was held at the budget from 30 s on. */
 static void test_burst_borrows_for_large_memory(void **state) {
         Sim x;
-        sim_init(&x);
-        x.cfg.burst_allowance_usec = 2 * SEC;
-        x.c.allowance_nsec = 2e9;
-        model_note_ksm_enter(&x.m, x.s.time_usec, 1, "big");
-        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        sim_burst_small_allowance(&x);
         /* 4 M pages met at 1 us a page: 3 scans cost 12 s, 10 s borrowed */
         sim_step(&x, 250 * MS, 250000, 0, 0, 4000000, 250 * 1000 * 1000);
         int ticks = 0;
