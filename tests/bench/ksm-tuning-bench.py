@@ -1011,6 +1011,7 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
     ctx = {"guard": guard, "scenario": scn_name, "repeat": repeat}
     workloads = []
     sampler = None
+    watch = None
     try:
         reset_ksm(guard, set(peer.own_pids()))
         contender = None
@@ -1079,6 +1080,10 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             dstat0 = 0.0 if daemon_pid else None
         sampler.t_ready = t_ready
         result["ready_s"] = t_ready - t_start
+        if contender and getattr(peer, "logpath", None) and peer.own_pids():
+            # Read from the log's start: S2's contender may be excluded
+            # while the victims are still mapping their memory.
+            watch = contender_watch(peer.logpath, contender.pid)
         if variant == "restart" and peer.own_pids():
             # mid-merge: the victims' first merged pages, at most 2 s in
             deadline = t_ready + 2
@@ -1195,9 +1200,14 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             result["contender"] = churn
         if isinstance(peer, ClassicKsmtuned):
             result["decisions"] = peer.decisions
+        if watch:
+            watch.stop()
+            result["contended_events"] = watch.events(t_ready)
     finally:
         if sampler and sampler.is_alive():
             sampler.stop()
+        if watch and watch.is_alive():
+            watch.stop()
         try:
             peer.stop()
         finally:
@@ -1513,6 +1523,22 @@ class LogWatch(threading.Thread):
         self.stop_ev.set()
         self.join()
 
+    def events(self, t0):
+        """{key: {"t_s": seconds from t0 when seen, "line": the log line}}"""
+        return {k: {"t_s": t - t0, "line": line} for k, (t, line) in self.seen.items()}
+
+
+def contender_watch(logpath, pid):
+    """The daemon's decision lines on the contended process (Q1's churned
+    guest, S2's contender, S3's churning victim), and the actuator's word on
+    each: an exclusion the kernel did not carry out, a readmission not done."""
+    watch = LogWatch(logpath, {"excluded": rf"excluding pid {pid} ",
+                               "exclusion failed": rf"pid {pid}: disable merging .*(failed|not done)",
+                               "readmitted": rf"readmitting pid {pid} ",
+                               "readmission failed": rf"pid {pid}: readmitting .*(failed|not done)"})
+    watch.start()
+    return watch
+
 
 def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
     """Q1: guests before and after the peer starts, one with mem-merge=off,
@@ -1569,14 +1595,7 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
                     churner.start()
         merging.pids = [t.pid for t in tenants.values()]
         if logpath and churner:
-            pid = tenants["contended"].pid
-            # The decision lines, and the actuator's word on each: an
-            # exclusion the kernel did not carry out, a readmission not done.
-            watch = LogWatch(logpath, {"excluded": rf"excluding pid {pid} ",
-                                       "exclusion failed": rf"pid {pid}: disable merging .*(failed|not done)",
-                                       "readmitted": rf"readmitting pid {pid} ",
-                                       "readmission failed": rf"pid {pid}: readmitting .*(failed|not done)"})
-            watch.start()
+            watch = contender_watch(logpath, tenants["contended"].pid)
         wait_tenants_ready(late, args.tenant_boot_timeout)
         if base == "Q1":
             while time.monotonic() < t0 + args.tenant_window:
@@ -1636,7 +1655,7 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
                                "started_s": (churner.t_start - t0) if churner.t_start else None}
         if watch:
             watch.stop()
-            result["contended_events"] = {k: {"t_s": t - t0, "line": line} for k, (t, line) in watch.seen.items()}
+            result["contended_events"] = watch.events(t0)
     finally:
         for o in (sampler, churner, watch, merging):
             if o is not None and o.is_alive():
@@ -1789,9 +1808,14 @@ def print_table(scn_name, by_peer, timeout, out):
                     c = r["churn"]
                     extra += f"; QMP churn {c['pairs']} object-add/del pairs in {fmt(c['secs'], '{:.0f}')}s" + \
                              (f" ({c['error']})" if c["error"] else "")
-                for k, e in (r.get("contended_events") or {}).items():
-                    extra += f"; {k} at {e['t_s']:.1f}s"
+                if r.get("contended_events"):
+                    extra += "; " + fmt_events(r["contended_events"])
                 print(f"  {peer} run {r['repeat']}: merging pages per guest: {gs}{extra}", file=out)
+    if not tenants:
+        for peer, runs in by_peer.items():
+            for r in runs:
+                if "contended_events" in r:
+                    print(f"  contender, {peer} run {r['repeat']}: {fmt_events(r['contended_events'])}", file=out)
     for peer, runs in by_peer.items():
         for r in runs:
             if r.get("ksmd_cpu_to_merge_s") is not None:
@@ -1805,6 +1829,14 @@ def print_table(scn_name, by_peer, timeout, out):
             if r.get("decisions"):
                 print(f"  ksmtuned decisions (run {r['repeat']}): {'; '.join(r['decisions'])}", file=out)
                 break
+
+
+def fmt_events(events):
+    """contended_events -> "excluded at 3.1s, readmitted at 24.0s" (from
+    the victims' readiness; S2/S3) or "neither excluded nor readmitted"."""
+    if not events:
+        return "neither excluded nor readmitted"
+    return ", ".join(f"{k} at {e['t_s']:.1f}s" for k, e in sorted(events.items(), key=lambda x: x[1]["t_s"]))
 
 
 def fmt_phases(phases):
@@ -1830,6 +1862,29 @@ def ratio(a, b):
     return a / b
 
 
+RATIO_METRICS = (("cpu", lambda r: r["ksmd_cpu_s"]), ("cpu/GiB", lambda r: r["cpu_per_gib"]),
+                 ("tail cpu", lambda r: r["tail_cpu_pct"]), ("blocked", lambda r: r["blocked_pct"]),
+                 ("cont thr", lambda r: r.get("contender", {}).get("thr_vs_off")),
+                 ("cont p99", lambda r: r.get("contender", {}).get("p99_vs_off")))
+
+
+def ratio_items(a_runs, b_runs, with_merge, a_name, b_name):
+    """["merge 0.85x", "cpu 0.30x", ...]: medians of a_runs over b_runs,
+    leaving out what either lacks; a merge that never happened is named."""
+    items = []
+    if with_merge:
+        a, b = merge_median(a_runs), merge_median(b_runs)
+        r = ratio(a, b)
+        items.append("merge " + (f"{r:.2f}x" if r is not None else
+                                 ("never vs never" if a == b == INF else
+                                  (f"{b_name} never" if b == INF else f"{a_name} never"))))
+    for label, fn in RATIO_METRICS:
+        r = ratio(metric(a_runs, fn), metric(b_runs, fn))
+        if r is not None:
+            items.append(f"{label} {r:.2f}x")
+    return items
+
+
 def print_ratios(scn_name, by_peer, out):
     me = by_peer.get("ksmtuned2")
     if not me:
@@ -1838,20 +1893,8 @@ def print_ratios(scn_name, by_peer, out):
     for peer, runs in by_peer.items():
         if peer == "ksmtuned2":
             continue
-        items = []
-        if SCENARIOS[base_scenario(scn_name)]["expected"] and peer != "off":
-            a, b = merge_median(me), merge_median(runs)
-            r = ratio(a, b)
-            items.append("merge " + (f"{r:.2f}x" if r is not None else
-                                     ("never vs never" if a == b == float("inf") else
-                                      ("peer never" if b == float("inf") else "ksmtuned2 never"))))
-        for label, fn in (("cpu", lambda r: r["ksmd_cpu_s"]), ("cpu/GiB", lambda r: r["cpu_per_gib"]),
-                          ("tail cpu", lambda r: r["tail_cpu_pct"]),
-                          ("cont thr", lambda r: r.get("contender", {}).get("thr_vs_off")),
-                          ("cont p99", lambda r: r.get("contender", {}).get("p99_vs_off"))):
-            r = ratio(metric(me, fn), metric(runs, fn))
-            if r is not None:
-                items.append(f"{label} {r:.2f}x")
+        items = ratio_items(me, runs, SCENARIOS[base_scenario(scn_name)]["expected"] and peer != "off",
+                            "ksmtuned2", "peer")
         if items:
             parts.append(f"  ksmtuned2 / {peer}: " + ", ".join(items))
     if parts:
@@ -2096,12 +2139,13 @@ def save_results(outdir, args, runs):
     --report re-prints the tables from it."""
     tmp = os.path.join(outdir, "results.json.tmp")
     with open(tmp, "w") as f:
-        json.dump({"timeout": args.timeout, "tail": args.tail, "churn_threads": CHURN_THREADS, "runs": runs}, f,
-                  indent=1)
+        json.dump({"timeout": args.timeout, "tail": args.tail, "churn_threads": CHURN_THREADS,
+                   "kernel": os.uname().release, "runs": runs}, f, indent=1)
     os.replace(tmp, os.path.join(outdir, "results.json"))
 
 
-def report(path, out):
+def load_results(path):
+    """results.json -> (its header, scenario -> peer -> runs)."""
     with open(path) as f:
         data = json.load(f)
     if isinstance(data, list):  # the first format: the runs alone
@@ -2110,12 +2154,82 @@ def report(path, out):
     results = {}
     for r in data["runs"]:
         results.setdefault(r["scenario"], {}).setdefault(r["peer"], []).append(r)
+    return data, results
+
+
+def report(path, out):
+    data, results = load_results(path)
     for s in sorted(results):
         print_table(s, results[s], data["timeout"], out)
         print_ratios(s, results[s], out)
     print_scaling(results, out)
     print_targets(evaluate_targets(results), out)
 
+
+COMPARE_COLUMNS = ("ksmd cpu s", "tail cpu%", "blocked%", "thr/off", "p99/off", "daemon cpu%")
+
+
+def compare(specs, out):
+    """The same scenarios run on several kernels (tests/vmkernel/bench-kernels.sh),
+    specs ["stock=DIR/results.json", ...]: one table per scenario, a row per
+    peer and kernel; ksmtuned2 against each peer within each kernel; and each
+    kernel against the first, per peer. Ratios, because under emulation the
+    absolute figures say little."""
+    runs_by = {}
+    for spec in specs:
+        label, sep, path = spec.partition("=")
+        if not sep:
+            raise ValueError(f"--compare wants LABEL=RESULTS_JSON, not {spec!r}")
+        runs_by[label] = load_results(path)
+    labels = list(runs_by)
+    for label, (data, _) in runs_by.items():
+        rs = data["runs"]
+        loads = [r["loadavg_1min"] for r in rs if "loadavg_1min" in r]
+        load = f", load average {min(loads):.1f} to {max(loads):.1f}" if loads else ""
+        print(f"{label}: kernel {data.get('kernel', '?')}, {len(rs)} runs, timeout {data['timeout']:.0f}s{load}",
+              file=out)
+    columns = [c for name in COMPARE_COLUMNS for c in COLUMNS if c[0] == name]
+    scenarios = sorted({s for _, res in runs_by.values() for s in res})
+    for s in scenarios:
+        with_merge = bool(SCENARIOS[base_scenario(s)]["expected"])
+        peers = list(dict.fromkeys(p for _, res in runs_by.values() for p in res.get(s, {})))
+        print(f"\n== {scenario_title(s)}", file=out)
+        rows = [["peer", "kernel", "merge time"] + [c[0] for c in columns] + ["contender"]]
+        for p in peers:
+            name = p  # on the peer's first row only
+            for label in labels:
+                data, res = runs_by[label]
+                runs = res.get(s, {}).get(p)
+                if not runs:
+                    continue
+                row = [name, label, merge_cell(runs, data["timeout"]) if with_merge and p != "off" else "-"]
+                name = ""
+                row += [fmt(metric(runs, c[1]), c[2]) for c in columns]
+                row.append("; ".join(fmt_events(r["contended_events"]) for r in runs if "contended_events" in r)
+                           or "-")
+                rows.append(row)
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        for r in rows:
+            print("  " + "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip(), file=out)
+        ratios = []
+        for p in peers:
+            if p == "ksmtuned2":
+                continue
+            for label in labels:
+                res = runs_by[label][1].get(s, {})
+                if "ksmtuned2" in res and p in res:
+                    items = ratio_items(res["ksmtuned2"], res[p], with_merge and p != "off", "ksmtuned2", p)
+                    ratios.append(f"ksmtuned2 / {p}, {label}: {', '.join(items) or '-'}")
+        for label in labels[1:]:
+            for p in peers:
+                a, b = runs_by[label][1].get(s, {}).get(p), runs_by[labels[0]][1].get(s, {}).get(p)
+                if a and b:
+                    items = ratio_items(a, b, with_merge and p != "off", label, labels[0])
+                    ratios.append(f"{label} / {labels[0]}, {p}: {', '.join(items) or '-'}")
+        if ratios:
+            print("  ratios (medians):", file=out)
+            for line in ratios:
+                print("    " + line, file=out)
 
 def main():
     global POLICY_MIN_AGE
@@ -2160,9 +2274,15 @@ def main():
                     help="Q1/Q2: bound on the guests' boot to their marker, s (default 300)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target fails (default: report only)")
     ap.add_argument("--report", metavar="RESULTS_JSON", help="print the tables of an earlier run and exit")
+    ap.add_argument("--compare", metavar="LABEL=RESULTS_JSON", nargs="+",
+                    help="print earlier runs of the same scenarios (e.g. on several kernels) side by side, "
+                         "with ksmtuned2/peer ratios within each and each against the first, and exit")
     args = ap.parse_args()
     if args.report:
         report(args.report, sys.stdout)
+        return 0
+    if args.compare:
+        compare(args.compare, sys.stdout)
         return 0
 
     set_churn_threads(args.churn_threads)

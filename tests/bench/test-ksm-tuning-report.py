@@ -280,6 +280,50 @@ class Targets(unittest.TestCase):
         self.assertIn("== S1 quiet victim", text)
         self.assertIn("PASS  S1 merge time <= max(2x aggressive, aggressive + 1 s): 0.50s vs bound 1.15s", text)
 
+    def test_compare_kernels(self):
+        """bench-kernels.sh's combined table: the same S2 on two kernels."""
+        import json
+        import tempfile
+
+        def kernel(ag_merge, me_merge, me_blocked, events):
+            runs = []
+            for peer, r in (("defaults", run(None, 2.0, contender=(90e3, 20.0, 100e3, 16.0), blocked_pct=1.0)),
+                            ("aggressive", run(ag_merge, 10.0, contender=(50e3, 80.0, 100e3, 16.0),
+                                                blocked_pct=20.0)),
+                            ("ksmtuned2", run(me_merge, 2.0, contender=(95e3, 16.0, 100e3, 16.0),
+                                              blocked_pct=me_blocked, contended_events=events))):
+                r.update(scenario="S2", peer=peer)
+                runs.append(r)
+            return runs
+
+        with tempfile.TemporaryDirectory() as d:
+            class Args:
+                timeout = 300.0
+                tail = 20.0
+            for name, runs in (("stock", kernel(4.0, 6.0, 10.0, {"excluded": {"t_s": 3.0, "line": "x"}})),
+                               ("patched", kernel(2.0, 3.0, 2.0, {}))):
+                os.makedirs(os.path.join(d, name))
+                bench.save_results(os.path.join(d, name), Args, runs)
+            out = io.StringIO()
+            bench.compare([f"stock={d}/stock/results.json", f"patched={d}/patched/results.json"], out)
+        text = out.getvalue()
+        lines = text.splitlines()
+        self.assertIn("== S2 contended", text)
+        # a row per peer and kernel, the peer named once
+        row = next(i for i, l in enumerate(lines) if l.split()[:2] == ["ksmtuned2", "stock"])
+        self.assertIn("6.00s", lines[row])
+        self.assertIn("excluded at 3.0s", lines[row])
+        self.assertEqual(lines[row + 1].split()[:2], ["patched", "3.00s"])
+        self.assertIn("neither excluded nor readmitted", lines[row + 1])
+        self.assertEqual(next(l for l in lines if l.split()[:2] == ["defaults", "stock"]).split()[2], ">300s")
+        self.assertIn("ksmtuned2 / aggressive, stock: merge 1.50x, cpu 0.20x", text)
+        self.assertIn("ksmtuned2 / defaults, patched: merge defaults never", text)
+        self.assertIn("patched / stock, ksmtuned2: merge 0.50x", text)
+        self.assertIn("patched / stock, defaults: merge never vs never", text)
+        self.assertIn("blocked 0.20x", text)
+        # the contender against its KSM-off reference: 0.95x under ksmtuned2, 0.50x under aggressive
+        self.assertIn("blocked 0.50x, cont thr 1.90x, cont p99 0.20x", text)
+
 
 if __name__ == "__main__":
     unittest.main()
