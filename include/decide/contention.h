@@ -49,11 +49,12 @@ int tracefs_parse_line(const char *line, size_t len, TraceEvent *ret);
 /* What one sampled window of mmap_lock events showed, per mm. */
 typedef struct LockHolder {
         uint64_t mm;
-        int tgid;                       /* of a writer seen on it, -1 unknown */
+        int tgid;                       /* of a writer seen acquiring or releasing it, -1 none */
         uint64_t memcg_id;
         char comm[TASK_COMM_SIZE];
         uint64_t write_locks;
-        uint64_t write_hold_nsec;       /* from acquire to release, paired per thread */
+        uint64_t write_hold_nsec;       /* from acquire to release, paired per thread; a
+                                         * release without its acquire adds a lower bound */
         uint64_t ksmd_locks;            /* ksmd's acquisitions of this mm */
         uint64_t ksmd_waits;            /* of those, ones that had to wait (>= ContendedNsec) */
         uint64_t ksmd_wait_nsec;        /* start_locking -> acquire_returned */

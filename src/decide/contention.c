@@ -371,6 +371,32 @@ static void window_add_khugepaged(ContentionWindow *w, const TraceEvent *e) {
         }
 }
 
+/* The mm's writer, from the first of its write locks the window saw,
+ * acquired or released: the process to blame for ksmd's waits on it. */
+static void holder_note_writer(LockHolder *h, const TraceEvent *e) {
+        if (h->tgid < 0)
+                h->tgid = e->tgid >= 0 ? e->tgid : e->pid;
+        if (!h->comm[0] || streq(h->comm, "<...>"))
+                strscpy(h->comm, sizeof h->comm, e->comm);
+        if (e->memcg_id != 0)
+                h->memcg_id = e->memcg_id;
+}
+
+/* Where the hold of a write release without its acquire counts from; its
+ * true start is unknown, so this is a lower bound. When the ring lost
+ * nothing, the acquire came before the events were enabled, so the hold
+ * covered the whole window up to here. When it lost events, the acquire may
+ * have been dropped from anywhere in the window: the hold counts from
+ * ksmd's start of a wait for this mm (a reader waits only while the lock is
+ * write-held or a writer is queued ahead of it) and is none without one. */
+static uint64_t unpaired_hold_since_nsec(const ContentionWindow *w, const TraceEvent *e) {
+        if (w->lost_events == 0)
+                return w->first_nsec;
+        if (w->ksmd_pending && w->ksmd_pending_mm == e->mm)
+                return w->ksmd_pending_nsec;
+        return e->time_nsec;
+}
+
 void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
         LockHolder *h;
 
@@ -450,11 +476,7 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                 if (!h)
                         return;
                 h->write_locks++;
-                if (h->tgid < 0)
-                        h->tgid = e->tgid >= 0 ? e->tgid : e->pid;
-                if (!h->comm[0] || streq(h->comm, "<...>"))
-                        strscpy(h->comm, sizeof h->comm, e->comm);
-                h->memcg_id = e->memcg_id;
+                holder_note_writer(h, e);
                 size_t i;
                 for (i = 0; i < w->n_pending; i++)
                         if (w->pending[i].pid == e->pid)
@@ -468,15 +490,30 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                 w->pending[i].mm = e->mm;
                 w->pending[i].since_nsec = e->time_nsec;
         } else if (e->type == TRACE_EVENT_RELEASED) {
-                for (size_t i = 0; i < w->n_pending; i++) {
-                        if (w->pending[i].pid != e->pid || w->pending[i].mm != e->mm)
-                                continue;
-                        h = window_holder(w, e->mm);
-                        if (h && e->time_nsec >= w->pending[i].since_nsec)
-                                h->write_hold_nsec += e->time_nsec - w->pending[i].since_nsec;
-                        w->pending[i] = w->pending[--w->n_pending];
-                        break;
+                uint64_t since_nsec = 0;
+                bool paired = false;
+
+                for (size_t i = 0; i < w->n_pending; i++)
+                        if (w->pending[i].pid == e->pid && w->pending[i].mm == e->mm) {
+                                since_nsec = w->pending[i].since_nsec;
+                                w->pending[i] = w->pending[--w->n_pending];
+                                paired = true;
+                                break;
+                        }
+                h = window_holder(w, e->mm);
+                if (!h)
+                        return;
+                if (!paired) {
+                        /* All the window kept of this writer: a hold that
+                         * began before the window opened (Q1's QEMU main
+                         * thread mid object-add), or whose acquire the full
+                         * ring dropped. ksmd's wait for the mm ended here
+                         * all the same, so this names whom it waited for. */
+                        holder_note_writer(h, e);
+                        since_nsec = unpaired_hold_since_nsec(w, e);
                 }
+                if (e->time_nsec >= since_nsec)
+                        h->write_hold_nsec += e->time_nsec - since_nsec;
         }
 }
 

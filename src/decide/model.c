@@ -284,7 +284,7 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                 if (h->ksmd_waits == 0 && h->ksmd_trylock_failures == 0)
                         continue;
                 if (h->tgid <= 0)
-                        continue;       /* never seen writing: nothing to attribute it to */
+                        continue;       /* no write lock of it seen, taken or released: no one to blame */
                 ModelContender *mc = &m->contenders[m->n_contenders++];
                 *mc = (ModelContender) {
                         .pid = h->tgid,
