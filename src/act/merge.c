@@ -589,6 +589,14 @@ static int do_inject(const MergeContext *c, int pidfd, int pid, int pid_dirfd, c
 }
 
 static bool state_reached(MergeMethod m, MergeAction a, const ProcKsmStat *f, const MapList *exact) {
+        /* Taking out the ranges a process marked itself: a range still
+         * marked is one it marked after its smaps was read, its own doing
+         * and not ours to take (QEMU marks every memory backend it adds:
+         * Q1's guest churned over QMP marks ~240 a second, so ksm_mergeable
+         * read 1 right after every exclusion). The calls' results say
+         * whether the ranges read were unmarked. */
+        if (a == MERGE_ACTION_DISABLE && exact && exact->n > 0)
+                return f->merge_any != 1;
         if (a == MERGE_ACTION_DISABLE)
                 return f->merge_any != 1 && f->mergeable != 1;
         if (exact && exact->n > 0)
@@ -821,7 +829,13 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
                 set_text(o, "cannot read ksm_stat: %s", errname(-r));
                 return r == -ENOMEM ? r : 0;
         }
-        if (a->action == MERGE_ACTION_ENABLE && (f.merge_any == 1 || f.mergeable == 1)) {
+        /* A process the daemon took out gets back what it had even when
+         * it marked a new range of its own meanwhile (QEMU adding a memory
+         * backend): only merge_any says it already has all of it. */
+        const MergeRestoreEntry *rec = a->action == MERGE_ACTION_ENABLE
+                                               ? merge_restore_find(c->restore, a->pid, a->start_time_ticks)
+                                               : NULL;
+        if (a->action == MERGE_ACTION_ENABLE && (f.merge_any == 1 || (f.mergeable == 1 && !rec))) {
                 o->kind = MERGE_OUTCOME_ALREADY;
                 set_text(o, "%s", f.merge_any == 1 ? "already merging (ksm_merge_any: yes): not touched"
                                                    : "already merging (ranges it marked MADV_MERGEABLE itself): not touched");
@@ -838,15 +852,13 @@ static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidf
          * ranges (smaps), remembered for when it comes back. On, after the
          * daemon took it out: what it had, not more. */
         _cleanup_(map_list_done) MapList exact = {};
-        const MergeRestoreEntry *rec = NULL;
         if (a->action == MERGE_ACTION_DISABLE && f.merge_any != 1) {
                 r = read_ranges(c, INJECTOR_RANGES_MERGEABLE, a->pid, a->start_time_ticks, pid_dirfd, &exact);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0)
                         log_debug_errno(r, "pid %d: smaps: %m; unmarking every advisable range", a->pid);
-        } else if (a->action == MERGE_ACTION_ENABLE && (rec = merge_restore_find(c->restore, a->pid,
-                                                                               a->start_time_ticks))) {
+        } else if (rec) {
                 if (!rec->merge_any && map_list_copy(&rec->ranges, &exact) < 0)
                         return -ENOMEM;
         }

@@ -3,7 +3,7 @@
  *
  *   ksm-workload [--unique N] [--copies K] [--private P] [--merge madvise|prctl|none]
  *                [--seed S] [--verify]
- *                [--churn-threads T] [--churn-mib M] [--churn-touch yes|no]
+ *                [--churn-threads T] [--churn-mib M] [--churn-touch yes|no] [--churn-mark yes|no]
  *
  * Maps N*K pages: page i of every copy holds the same pattern (seeded by S
  * and i), so a full merge gives ksm_merging_pages == N*K, pages_shared +N and
@@ -21,6 +21,8 @@
  * mailing-list microbenchmark, ../shared/seeds/). The one touched page
  * makes munmap zap a page table and free a page, as an allocator that uses
  * its memory does; an untouched mapping would only measure VMA bookkeeping.
+ * --churn-mark yes marks each mapping MADV_MERGEABLE before the write, as
+ * QEMU marks every memory backend it adds (Q1's guest churned over QMP).
  * Each iteration's latency goes into a per-thread histogram; the stdin line
  * "reset" clears them and "stats" prints
  *   "stats ops=N elapsed_usec=U p50_usec=X p99_usec=Y max_usec=Z"
@@ -101,7 +103,7 @@ static uint64_t hist_bucket_mid_ns(unsigned b) {
 typedef struct Churn {
         pthread_t thread;
         size_t len;
-        int touch;
+        int touch, mark;
         /* Written by the churn thread, read by main: relaxed atomics, the
          * counts only need to be whole, not ordered. */
         _Atomic uint64_t hist[HIST_BUCKETS];
@@ -131,6 +133,8 @@ static void *churn_thread(void *arg) {
                 char *p = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
                 if (p == MAP_FAILED)
                         continue;
+                if (c->mark)
+                        (void) madvise(p, c->len, MADV_MERGEABLE);
                 if (c->touch)
                         *(volatile char *) p = 1;
                 munmap(p, c->len);
@@ -210,12 +214,13 @@ int main(int argc, char **argv) {
                 { "churn-threads", required_argument, NULL, 't' },
                 { "churn-mib", required_argument, NULL, 'M' },
                 { "churn-touch", required_argument, NULL, 'T' },
+                { "churn-mark", required_argument, NULL, 'G' },
                 {},
         };
         unsigned long unique = 2048, copies = 4, seed = 1, private_pages = 0;
         unsigned long churn_threads = 0, churn_mib = 256;
         const char *merge = "madvise";
-        int verify = 0, churn_touch = 1, c;
+        int verify = 0, churn_touch = 1, churn_mark = 0, c;
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
                 switch (c) {
@@ -228,6 +233,7 @@ int main(int argc, char **argv) {
                 case 't': churn_threads = strtoul(optarg, NULL, 10); break;
                 case 'M': churn_mib = strtoul(optarg, NULL, 10); break;
                 case 'T': churn_touch = strcmp(optarg, "no") != 0; break;
+                case 'G': churn_mark = strcmp(optarg, "no") != 0; break;
                 default: return 2;
                 }
         if (unique == 0 || copies == 0 || churn_threads > 64 || churn_mib == 0)
@@ -271,6 +277,7 @@ int main(int argc, char **argv) {
                 for (unsigned long i = 0; i < churn_threads; i++) {
                         churn[i].len = churn_mib << 20;
                         churn[i].touch = churn_touch;
+                        churn[i].mark = churn_mark;
                         int e = pthread_create(&churn[i].thread, NULL, churn_thread, &churn[i]);
                         if (e != 0) {
                                 errno = e;

@@ -22,6 +22,7 @@
 #include "ksm-guard.h"
 #include "merge.h"
 #include "probe.h"
+#include "proc-maps.h"
 #include "procfs.h"
 #include "root.h"
 #include "syscalls.h"
@@ -494,6 +495,71 @@ static void test_worker(void **state) {
         assert_int_equal(workload_stop(&w), 0);
 }
 
+/* Whether [start, end) is within a VM_MERGEABLE range of pid (smaps). */
+static bool range_marked(int pid, uintptr_t start, uintptr_t end) {
+        int dfd;
+        MapList l = {};
+        bool marked = false;
+        assert_int_equal(root_open_pid_dir(root, pid, &dfd), 0);
+        assert_int_equal(proc_smaps_read_mergeable(dfd, &l), 0);
+        close(dfd);
+        for (size_t i = 0; i < l.n; i++)
+                if (l.ranges[i].start <= start && end <= l.ranges[i].end)
+                        marked = true;
+        map_list_done(&l);
+        return marked;
+}
+
+static MergeOutcome worker_apply(MergeWorker *wk, int pid, MergeAction action) {
+        ProcessAction a = { .pid = pid, .start_time_ticks = start_time(pid), .action = action,
+                            .method = MERGE_METHOD_INJECT };
+        MergeReport r = {};
+        int got = 0;
+        assert_int_equal(merge_worker_submit(wk, &a, 1), 0);
+        for (int i = 0; i < 1000 && got == 0; i++) {
+                usleep(10000);
+                got = merge_worker_take(wk, &r);
+        }
+        assert_int_equal(got, 1);
+        assert_int_equal(r.n, 1);
+        MergeOutcome o = r.outcomes[0];
+        fprintf(stderr, "pid %d %s -> %s: %s\n", pid, action == MERGE_ACTION_ENABLE ? "enable" : "disable",
+                merge_outcome_kind_to_string(o.kind), o.text);
+        merge_report_done(&r);
+        return o;
+}
+
+/* Issue 14, Q1: a process that keeps marking new ranges itself (QEMU adding
+ * memory backends over QMP) is taken out, its own ranges unmarked although
+ * ksm_mergeable reads 1 again at once, and given back those ranges although
+ * it is "merging" by its new marks at readmission. */
+static void test_self_marking_churner_out_and_back(void **state) {
+        const char *args[] = { "--unique", "64", "--copies", "2", "--merge", "madvise", "--churn-threads", "1",
+                               "--churn-mib", "4", "--churn-mark", "yes", NULL };
+        const size_t len = 128 * (size_t) sysconf(_SC_PAGESIZE);
+        MergeContext c = context();
+        MergeWorker *wk = NULL;
+        Workload w;
+
+        assert_int_equal(workload_start(&w, args), 0);
+        assert_true(range_marked(w.pid, w.addr, w.addr + len));
+        assert_int_equal(merge_worker_start(&c, &wk), 0);
+
+        MergeOutcome o = worker_apply(wk, w.pid, MERGE_ACTION_DISABLE);
+        assert_int_equal(o.kind, MERGE_OUTCOME_DONE);
+        assert_false(range_marked(w.pid, w.addr, w.addr + len));
+        assert_int_equal(ksm_stat_of(w.pid).merge_any, 0);
+
+        o = worker_apply(wk, w.pid, MERGE_ACTION_ENABLE);
+        assert_int_equal(o.kind, MERGE_OUTCOME_DONE);
+        assert_true(range_marked(w.pid, w.addr, w.addr + len));
+        /* its ranges, not the whole mm */
+        assert_int_equal(ksm_stat_of(w.pid).merge_any, 0);
+
+        merge_worker_stop(wk);
+        assert_int_equal(workload_stop(&w), 0);
+}
+
 /* The injector runs in a child that parks at one phase; the test kills it
  * there with SIGKILL, as if the daemon had been killed mid-injection. */
 typedef struct Park {
@@ -657,6 +723,7 @@ int main(void) {
                 cmocka_unit_test(test_gone_and_reused),
                 cmocka_unit_test(test_ledger_unmerges_only_its_own),
                 cmocka_unit_test(test_worker),
+                cmocka_unit_test(test_self_marking_churner_out_and_back),
                 cmocka_unit_test(test_sigkill_injector_mid_injection),
                 cmocka_unit_test(test_target_exits_mid_injection),
         };
