@@ -37,7 +37,11 @@ done
 hostname ksmtuned2-vm
 
 # The host's directories, at the same paths (one "tag path ro|rw" a line).
+# run-in-guest.sh made each mount point in the read-only root, but one under
+# /tmp, /run, /var/tmp or /root is hidden by the tmpfs mounted there above:
+# made again, in the tmpfs (a no-op elsewhere).
 while read -r tag path mode; do
+        mkdir -p "$path" 2>/dev/null
         if ! mount -t 9p -o "trans=virtio,version=9p2000.L,msize=512000,$mode" "$tag" "$path"; then
                 note "cannot mount $path ($tag)"
                 echo 125 > $R/rc
