@@ -19,6 +19,7 @@ typedef enum TraceEventType {
         TRACE_EVENT_KSM_EXIT,           /* ksm:ksm_exit */
         TRACE_EVENT_KSM_STOP_SCAN,      /* ksm:ksm_stop_scan: ksmd finished a full scan */
         TRACE_EVENT_LOST,               /* "CPU:1 [LOST 42 EVENTS]" */
+        TRACE_EVENT_VMA_LOCK,           /* the daemon's kprobe on a VMA read-lock function (seed 001) */
         _TRACE_EVENT_MAX,
 } TraceEventType;
 
@@ -37,6 +38,10 @@ typedef struct TraceEvent {
         uint64_t seq;                   /* ksm_stop_scan: the scan's sequence number */
         uint64_t rmap_entries;          /* ksm_stop_scan: ksm_rmap_items at its end */
 } TraceEvent;
+
+/* The daemon's kprobe events (tracefs.h) are named this plus a digit:
+ *   "ksmd-37 (   37) [001] d..1. 1146.52: ksmtuned2_vma_lock0: (lock_vma_under_rcu+0x0/0x170)" */
+#define TRACE_VMA_PROBE_EVENT "ksmtuned2_vma_lock"
 
 /* Parses one line of an instance's trace or trace_pipe, with or without the
  * tgid column:
@@ -80,6 +85,10 @@ typedef struct ContentionWindow {
         uint64_t ksmd_acquired;
         uint64_t ksmd_trylock_failures;
         uint64_t ksmd_wait_nsec;
+        /* seed 001: the VMA read-lock probes were armed in this window
+         * (contention_window_set_vma_probe), and ksmd's hits on them */
+        bool vma_probe;
+        uint64_t ksmd_vma_locks;
         LockHolder holders[CONTENTION_MAX_HOLDERS];
         size_t n_holders;
         uint64_t dropped_holders;       /* mms past CONTENTION_MAX_HOLDERS */
@@ -113,6 +122,9 @@ void contention_window_set_khugepaged(ContentionWindow *w, int khugepaged_pid);
 /* khugepaged releasing a read lock, a writer taking the mm and khugepaged
  * taking it again within this: the contended-lock drop of seed 002. */
 #define CONTENTION_KHUGEPAGED_YIELD_NSEC UINT64_C(1000000)
+/* Says the window had the seed-001 probes armed: no hit then means ksmd
+ * took no VMA read lock. */
+void contention_window_set_vma_probe(ContentionWindow *w, bool armed);
 /* Accounts one parsed event. Pure. */
 void contention_window_add(ContentionWindow *w, const TraceEvent *e);
 /* Trace-clock span the events covered. */

@@ -35,6 +35,14 @@
  *                    is unknown: 6.18 took 0.32 (pages_scanned moves per
  *                    batch, and its scan takes fewer locks than 6.12's), and
  *                    kpatch's 6.12 port of 001 about 1.
+ *                    Where kprobe events exist (tracefs.h), this is only the
+ *                    fallback: the daemon probes the functions that take a
+ *                    VMA read lock by address, filtered to ksmd, in its
+ *                    windows; yes once ksmd hit one, no once it hit none in
+ *                    8 windows with the probes armed that scanned 20000
+ *                    pages and saw ksmd take 10 mmap locks or more while
+ *                    the unstable tree held 1024 pages or more (its lookups
+ *                    ran, under the mmap lock). Stock ksmd never calls them.
  *   khugepaged  002  khugepaged drops a contended mmap read lock between
  *                    batches of VMAs: yes once it was seen releasing a read
  *                    lock, another task write-locking that mm, and
@@ -122,6 +130,12 @@ typedef struct KernelFixes {
          * credit averages out. Clean windows only for "few"; any for "many". */
         uint64_t clean_locks, clean_scanned, clean_windows;
         uint64_t all_locks, all_scanned, all_windows;
+        /* 001 by the kprobes: the functions probed ("" none: the lock
+         * count above decides), ksmd's hits, and the windows that had them
+         * armed while ksmd looked pages up */
+        char vma_probe_symbols[96];
+        uint64_t ksmd_vma_locks;
+        uint64_t probe_windows, probe_scanned, probe_locks;
 
         /* 003: the walk cost per page of a sparse mapping, from the probe */
         double unmerge_nsec_per_page;   /* 0: not measured */
@@ -135,6 +149,11 @@ typedef struct KernelFixes {
 
 void kernel_fixes_init(KernelFixes *k);
 void kernel_fixes_note_unmerge_probe(KernelFixes *k, const UnmergeProbe *p);
+/* The functions the seed-001 kprobes sit on ("a, b"), NULL or "" when
+ * none could be placed. */
+void kernel_fixes_set_vma_probe(KernelFixes *k, const char *symbols);
+/* Whether a window should arm those probes: until they decided 001. */
+bool kernel_fixes_want_vma_probe(const KernelFixes *k);
 /* One finished trace window, during which ksmd scanned scanned_pages with
  * unstable_pages in the unstable tree (pages_unshared). Returns true when a
  * state changed (to log it). */

@@ -16,6 +16,9 @@ int read_one_line_at(int dirfd, const char *path, char **ret);
 int read_u64_at(int dirfd, const char *path, uint64_t *ret);
 /* Writes the string with a single write(2) so the kernel's errno comes back. */
 int write_string_at(int dirfd, const char *path, const char *value);
+/* The shell's '>>': tracefs's kprobe_events adds a probe, where '>' (O_TRUNC)
+ * would remove every probe on the system first. */
+int append_string_at(int dirfd, const char *path, const char *value);
 /* Atomic replace: write to a temporary file in the same directory, rename. */
 int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);
 /* The same without the fsync(2): atomic for readers (they see the old file

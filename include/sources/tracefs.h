@@ -27,6 +27,11 @@
 
 typedef struct Tracer Tracer;
 
+/* kprobe events on the functions that take a VMA's read lock by address
+ * (seed 001), filtered to ksmd: tracefs.c lists them; their events are
+ * named TRACE_VMA_PROBE_EVENT "N" (contention.h). */
+#define TRACER_MAX_VMA_PROBES 3
+
 /* Creates (or replaces a stale) private instance below root's tracefs
  * and enables ksm_enter there. When tracefs is not mounted and mount_ok,
  * mounts it at <sys>/kernel/tracing first (only on the real root) and sets
@@ -51,6 +56,14 @@ int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *us
 /* Starts a window of mmap_lock events: ksmd's and khugepaged's own lock
  * calls (khugepaged_pid <= 0: unknown), and write locks of every other
  * task. */
-int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid);
+int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe);
 int tracer_window_stop(Tracer *t);
 bool tracer_window_active(const Tracer *t);
+
+/* The seed-001 probes: whether any could be placed (kprobe events and one
+ * of the functions exist), their functions as "a, b" (returns how many),
+ * and whether the window just started (or last stopped) had them armed:
+ * tracer_window_start(..., vma_probe = true) arms them, filtered to ksmd. */
+bool tracer_has_vma_probe(const Tracer *t);
+size_t tracer_vma_probe_symbols(const Tracer *t, char *buf, size_t n);
+bool tracer_window_vma_probe_armed(const Tracer *t);

@@ -393,12 +393,14 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         contention_window_set_khugepaged(&t->window, t->khugepaged_pid);
         /* ksm_enter lines already buffered belong to no window */
         (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
-        r = tracer_window_start(t->tracer, t->ksmd_pid, t->khugepaged_pid);
+        r = tracer_window_start(t->tracer, t->ksmd_pid, t->khugepaged_pid,
+                                kernel_fixes_want_vma_probe(&t->model.fixes));
         if (r < 0) {
                 log_debug_errno(r, "Cannot start a contention window: %m");
                 t->window_start_usec = now;
                 return;
         }
+        contention_window_set_vma_probe(&t->window, tracer_window_vma_probe_armed(t->tracer));
         t->collecting = true;
         t->window_start_usec = now_usec(CLOCK_MONOTONIC);
         /* As of now, not of the snapshot: the pages ksmd scanned since the
@@ -475,8 +477,13 @@ int tuner_new(sd_event *event, Root *root, int ksmd_pid, const Config *config, v
         if (r < 0)
                 return r;
         (void) sd_event_source_set_enabled(t->enter_source, SD_EVENT_OFF);
-        log_info("Private tracefs instance %s/%s: watching ksm_enter%s.", root->tracefs_path, tracer_name(t->tracer),
-                 tracer_has_mmap_lock_events(t->tracer) ? ", sampling mmap_lock contention" : "");
+        char syms[96];
+        if (tracer_vma_probe_symbols(t->tracer, syms, sizeof syms) > 0)
+                kernel_fixes_set_vma_probe(&t->model.fixes, syms);
+        log_info("Private tracefs instance %s/%s: watching ksm_enter%s%s%s.", root->tracefs_path,
+                 tracer_name(t->tracer),
+                 tracer_has_mmap_lock_events(t->tracer) ? ", sampling mmap_lock contention" : "",
+                 syms[0] ? ", kprobes on ksmd's VMA locks: " : "", syms);
         *ret = TAKE_PTR(t);
         return 0;
 }

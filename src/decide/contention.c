@@ -175,6 +175,13 @@ static int parse_after_cpu(const char *p, TraceEvent *e) {
                         known = true;
                         break;
                 }
+        /* "ksmtuned2_vma_lockN: (lock_vma_under_rcu+0x0/0x170)": who hit it
+         * is all that counts */
+        if (!known && nlen == strlen(TRACE_VMA_PROBE_EVENT) + 1 && strneq(name, TRACE_VMA_PROBE_EVENT, nlen - 1) &&
+            name[nlen - 1] >= '0' && name[nlen - 1] <= '9') {
+                e->type = TRACE_EVENT_VMA_LOCK;
+                return *skip_spaces(p + nlen + 1) == '(' ? 0 : -EINVAL;
+        }
         if (!known)
                 return -ENOMSG;
         p += nlen + 1;
@@ -332,6 +339,10 @@ static LockHolder *window_holder(ContentionWindow *w, uint64_t mm) {
         return h;
 }
 
+void contention_window_set_vma_probe(ContentionWindow *w, bool armed) {
+        w->vma_probe = armed;
+}
+
 void contention_window_set_khugepaged(ContentionWindow *w, int khugepaged_pid) {
         w->khugepaged_pid = khugepaged_pid;
 }
@@ -402,6 +413,13 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
 
         if (e->type == TRACE_EVENT_LOST) {
                 w->lost_events += e->lost;
+                return;
+        }
+        if (e->type == TRACE_EVENT_VMA_LOCK) {
+                /* the probes are filtered to ksmd; another pid is a filter
+                 * that did not take, and says nothing of ksmd */
+                if (e->pid == w->ksmd_pid && w->ksmd_pid > 0)
+                        w->ksmd_vma_locks++;
                 return;
         }
         if (e->type != TRACE_EVENT_START_LOCKING && e->type != TRACE_EVENT_ACQUIRE_RETURNED &&

@@ -91,6 +91,41 @@ void kernel_fixes_note_unmerge_probe(KernelFixes *k, const UnmergeProbe *p) {
         }
 }
 
+void kernel_fixes_set_vma_probe(KernelFixes *k, const char *symbols) {
+        strscpy(k->vma_probe_symbols, sizeof k->vma_probe_symbols, symbols ?: "");
+}
+
+bool kernel_fixes_want_vma_probe(const KernelFixes *k) {
+        return k->vma_probe_symbols[0] && k->ksmd_vma_locks == 0 && k->fix[KERNEL_FIX_PER_VMA].state != FIX_NO;
+}
+
+/* 001 by the kprobes; returns false where none could be placed: the lock
+ * count decides there instead. */
+static bool note_vma_probe(KernelFixes *k, const ContentionWindow *w, uint64_t scanned_pages,
+                           uint64_t unstable_pages) {
+        if (!k->vma_probe_symbols[0])
+                return false;
+        if (!w->vma_probe)
+                return true;
+        k->ksmd_vma_locks += w->ksmd_vma_locks;
+        if (unstable_pages >= 1024 && scanned_pages > 0 && w->lost_events == 0) {
+                k->probe_windows++;
+                k->probe_scanned += scanned_pages;
+                k->probe_locks += w->ksmd_acquired;
+        }
+        if (k->ksmd_vma_locks > 0)
+                set_fix(k, KERNEL_FIX_PER_VMA, FIX_YES,
+                        "ksmd took %" PRIu64 " VMA read locks (kprobe on %s) in %" PRIu64 " windows",
+                        k->ksmd_vma_locks, k->vma_probe_symbols, k->windows);
+        else if (k->probe_windows >= KERNEL_FIX_PER_VMA_MIN_WINDOWS && k->probe_scanned >= KERNEL_FIX_PER_VMA_MIN_PAGES &&
+                 k->probe_locks >= KERNEL_FIX_PER_VMA_MIN_LOCKS)
+                set_fix(k, KERNEL_FIX_PER_VMA, FIX_NO,
+                        "ksmd took %" PRIu64 " mmap locks and no VMA read lock (kprobe on %s) for %" PRIu64
+                        " scanned pages in %" PRIu64 " windows, the unstable tree %" PRIu64 " pages",
+                        k->probe_locks, k->vma_probe_symbols, k->probe_scanned, k->probe_windows, unstable_pages);
+        return true;
+}
+
 bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_t scanned_pages,
                               uint64_t unstable_pages) {
         FixState before[_KERNEL_FIX_MAX];
@@ -126,12 +161,9 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                 }
         }
         bool enough = k->all_windows >= KERNEL_FIX_PER_VMA_MIN_WINDOWS && k->all_scanned >= KERNEL_FIX_PER_VMA_MIN_PAGES;
-        if (enough && k->fix[KERNEL_FIX_PER_VMA].state == FIX_UNKNOWN)
-                set_fix(k, KERNEL_FIX_PER_VMA, FIX_UNKNOWN,
-                        "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages in %" PRIu64
-                        " windows: neither stock 6.12's 3+ nor a per-VMA scan's < 0.1",
-                        k->all_locks, k->all_scanned, k->all_windows);
-        if (enough && (double) k->all_locks >= 3.0 * (double) k->all_scanned)
+        if (note_vma_probe(k, w, scanned_pages, unstable_pages))
+                ;       /* the probes decide */
+        else if (enough && (double) k->all_locks >= 3.0 * (double) k->all_scanned)
                 set_fix(k, KERNEL_FIX_PER_VMA, FIX_NO,
                         "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages in %" PRIu64
                         " windows, the unstable tree %" PRIu64 " pages",
@@ -143,6 +175,12 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                         "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages in %" PRIu64
                         " windows, the unstable tree %" PRIu64 " pages",
                         k->clean_locks, k->clean_scanned, k->clean_windows, unstable_pages);
+        else if (enough && k->fix[KERNEL_FIX_PER_VMA].state == FIX_UNKNOWN)
+                set_fix(k, KERNEL_FIX_PER_VMA, FIX_UNKNOWN,
+                        "ksmd took %" PRIu64 " mmap locks for %" PRIu64 " scanned pages in %" PRIu64
+                        " windows: neither stock 6.12's 3+ nor a per-VMA scan's < 0.1%s",
+                        k->all_locks, k->all_scanned, k->all_windows,
+                        k->vma_probe_symbols[0] ? "" : "; no kprobe events to watch ksmd's VMA locks");
 
         /* 000: a blocking mmap_read_lock cannot fail; only the patch's
          * trylock in the unstable-tree walk reports success=false. Waits

@@ -73,13 +73,12 @@ int read_u64_at(int dirfd, const char *path, uint64_t *ret) {
         return safe_atou64(line, ret);
 }
 
-int write_string_at(int dirfd, const char *path, const char *value) {
+static int write_string_flags_at(int dirfd, const char *path, const char *value, int flags) {
         _cleanup_close_ int fd = -EBADF;
         size_t len = strlen(value);
         ssize_t k;
 
-        /* O_TRUNC as the shell's '>' does: sysfs and tracefs take it as "replace". */
-        fd = openat(dirfd, path, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);
+        fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY | flags);
         if (fd < 0)
                 return negative_errno();
         do
@@ -90,6 +89,15 @@ int write_string_at(int dirfd, const char *path, const char *value) {
         if ((size_t) k != len)
                 return -EIO;
         return 0;
+}
+
+int write_string_at(int dirfd, const char *path, const char *value) {
+        /* O_TRUNC as the shell's '>' does: sysfs and tracefs take it as "replace". */
+        return write_string_flags_at(dirfd, path, value, O_TRUNC);
+}
+
+int append_string_at(int dirfd, const char *path, const char *value) {
+        return write_string_flags_at(dirfd, path, value, O_APPEND);
 }
 
 static int write_file_replace_full(const char *path, const char *data, size_t size, unsigned mode, bool sync) {

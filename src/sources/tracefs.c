@@ -33,10 +33,33 @@ struct Tracer {
         bool ksm_stop_scan;
         bool window;
         bool made;                      /* we created the instance: remove it */
+        char probe_group[32];           /* "ksmtuned2_PID": our kprobe events */
+        bool vma_probe[TRACER_MAX_VMA_PROBES]; /* placed on vma_lock_symbols[i] */
+        bool vma_probe_armed;
         char name[64];                  /* "instances/ksmtuned2[-PID]" */
         char carry[512];
         size_t n_carry;
 };
+
+/* Seed 001: ksmd looking a page up under the read lock of its VMA instead
+ * of the mmap lock. No tracepoint tells it; a kprobe on the functions that
+ * take a VMA's read lock by address does, filtered to ksmd: outside ksmd
+ * only the page-fault path and /proc readers call them, and ksmd, a kernel
+ * thread, takes no user page fault. lock_vma_under_rcu() is what the 6.12
+ * port uses (tests/vmkernel/patches/0002), vma_start_read_unlocked() the
+ * seed's own helper on newer kernels, lock_next_vma() its RFC 3/3's scan.
+ * Each exists or not on a given kernel: a probe is placed on those that do.
+ * The probes live in a group of this daemon's own (kprobe_events is global),
+ * are armed only during the windows that need them (every page fault pays
+ * for an armed probe) and are removed at exit; those of a daemon that was
+ * SIGKILLed are removed by the next one. Kernels without kprobe events
+ * (CONFIG_KPROBE_EVENTS=n, as the test machine's 6.18) have none. */
+static const char *const vma_lock_symbols[TRACER_MAX_VMA_PROBES] = {
+        "lock_vma_under_rcu",
+        "vma_start_read_unlocked",
+        "lock_next_vma",
+};
+#define VMA_PROBE_GROUP_PREFIX "ksmtuned2_"
 
 static const char *const window_events[] = {
         "events/mmap_lock/mmap_lock_start_locking",
@@ -70,6 +93,75 @@ static void remove_stale_pid_instances(int tracefs_fd) {
         closedir(d);
 }
 
+/* Removes the kprobe events of daemons that are gone ("p:ksmtuned2_PID/NAME
+ * SYMBOL" lines of kprobe_events whose PID no longer exists). Their
+ * instances are removed first: an event enabled anywhere cannot go (EBUSY). */
+static void remove_stale_probes(int tracefs_fd) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size;
+
+        if (read_full_file_at(tracefs_fd, "kprobe_events", 64 * 1024, &buf, &size) < 0)
+                return;
+        for (char *line = buf, *next; line && *line; line = next) {
+                char cmd[128], *sp;
+                int pid;
+
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                if (!startswith(line, "p:" VMA_PROBE_GROUP_PREFIX))
+                        continue;
+                sp = strchr(line, ' ');
+                if (sp)
+                        *sp = 0;
+                char *slash = strchr(line, '/');
+                if (!slash)
+                        continue;
+                *slash = 0;
+                if (safe_atoi(line + strlen("p:" VMA_PROBE_GROUP_PREFIX), &pid) < 0 || pid <= 0 ||
+                    kill(pid, 0) == 0 || errno != ESRCH)
+                        continue;
+                snprintf(cmd, sizeof cmd, "-:%s/%s", line + 2, slash + 1);
+                if (append_string_at(tracefs_fd, "kprobe_events", cmd) >= 0)
+                        log_debug("Removed the stale kprobe event %s/%s of a daemon that is gone.", line + 2,
+                                  slash + 1);
+        }
+}
+
+static void place_vma_probes(Tracer *t) {
+        snprintf(t->probe_group, sizeof t->probe_group, VMA_PROBE_GROUP_PREFIX "%d", (int) getpid());
+        for (size_t i = 0; i < ELEMENTSOF(vma_lock_symbols); i++) {
+                char cmd[128];
+                snprintf(cmd, sizeof cmd, "p:%s/" TRACE_VMA_PROBE_EVENT "%zu %s", t->probe_group, i,
+                         vma_lock_symbols[i]);
+                /* ENOENT: no kprobe events at all; EINVAL/ENOENT in
+                 * error_log: no such function on this kernel */
+                int r = append_string_at(t->tracefs_fd, "kprobe_events", cmd);
+                if (r == -ENOENT && faccessat(t->tracefs_fd, "kprobe_events", F_OK, 0) < 0)
+                        return;
+                t->vma_probe[i] = r >= 0;
+                log_debug("kprobe on %s (seed 001): %s", vma_lock_symbols[i],
+                          r >= 0 ? "placed" : strerror(-r));
+        }
+}
+
+static void vma_probe_path(const Tracer *t, size_t i, const char *file, char *buf, size_t n) {
+        snprintf(buf, n, "events/%s/" TRACE_VMA_PROBE_EVENT "%zu/%s", t->probe_group, i, file);
+}
+
+static void remove_vma_probes(Tracer *t) {
+        for (size_t i = 0; i < ELEMENTSOF(vma_lock_symbols); i++) {
+                char cmd[128];
+                if (!t->vma_probe[i])
+                        continue;
+                snprintf(cmd, sizeof cmd, "-:%s/" TRACE_VMA_PROBE_EVENT "%zu", t->probe_group, i);
+                int r = append_string_at(t->tracefs_fd, "kprobe_events", cmd);
+                if (r < 0)
+                        log_debug_errno(r, "Cannot remove the kprobe event %s: %m", cmd + 2);
+                t->vma_probe[i] = false;
+        }
+}
+
 static int inst_write(Tracer *t, const char *path, const char *value) {
         int r = write_string_at(t->inst_fd, path, value);
         if (r < 0)
@@ -88,6 +180,8 @@ Tracer *tracer_free(Tracer *t) {
         safe_close(t->inst_fd);
         if (t->made && unlinkat(t->tracefs_fd, t->name, AT_REMOVEDIR) < 0)
                 log_debug_errno(negative_errno(), "Cannot remove tracefs %s: %m", t->name);
+        if (t->tracefs_fd >= 0)
+                remove_vma_probes(t);
         safe_close(t->tracefs_fd);
         free(t);
         return NULL;
@@ -153,6 +247,7 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
         t->inst_fd = openat(t->tracefs_fd, t->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (t->inst_fd < 0)
                 return negative_errno();
+        remove_stale_probes(t->tracefs_fd);
 
         (void) inst_write(t, "events/enable", "0");
         for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
@@ -181,6 +276,8 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
         t->ksm_stop_scan = inst_write(t, "events/ksm/ksm_stop_scan/enable", "1") >= 0;
         if (!t->mmap_lock && !t->ksm_enter)
                 return -EOPNOTSUPP;
+        if (t->mmap_lock)
+                place_vma_probes(t);
 
         t->pipe_fd = openat(t->inst_fd, "trace_pipe", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
         if (t->pipe_fd < 0)
@@ -206,6 +303,31 @@ bool tracer_has_mmap_lock_events(const Tracer *t) {
 
 bool tracer_window_active(const Tracer *t) {
         return t && t->window;
+}
+
+bool tracer_has_vma_probe(const Tracer *t) {
+        if (!t)
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(vma_lock_symbols); i++)
+                if (t->vma_probe[i])
+                        return true;
+        return false;
+}
+
+size_t tracer_vma_probe_symbols(const Tracer *t, char *buf, size_t n) {
+        size_t k = 0;
+        if (n > 0)
+                buf[0] = 0;
+        for (size_t i = 0; t && i < ELEMENTSOF(vma_lock_symbols); i++)
+                if (t->vma_probe[i] && n > 0) {
+                        size_t used = strlen(buf);
+                        snprintf(buf + used, n - used, "%s%s", k++ ? ", " : "", vma_lock_symbols[i]);
+                }
+        return k;
+}
+
+bool tracer_window_vma_probe_armed(const Tracer *t) {
+        return t && t->vma_probe_armed;
 }
 
 static void emit_line(const char *s, size_t n, TracerEventCallback cb, void *userdata) {
@@ -257,7 +379,7 @@ int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *us
         return (int) MIN(total, (size_t) INT32_MAX);
 }
 
-int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid) {
+int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe) {
         char f[128];
         int r;
 
@@ -291,12 +413,35 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid) {
                         return r;
                 }
         }
+        t->vma_probe_armed = false;
+        if (vma_probe) {
+                snprintf(f, sizeof f, "common_pid == %d", ksmd_pid);
+                for (size_t i = 0; i < ELEMENTSOF(vma_lock_symbols); i++) {
+                        char p[128];
+                        if (!t->vma_probe[i])
+                                continue;
+                        vma_probe_path(t, i, "filter", p, sizeof p);
+                        if (inst_write(t, p, f) < 0)
+                                continue;
+                        vma_probe_path(t, i, "enable", p, sizeof p);
+                        if (inst_write(t, p, "1") >= 0)
+                                t->vma_probe_armed = true;
+                }
+        }
         t->window = true;
         return 0;
 }
 
 int tracer_window_stop(Tracer *t) {
         int first = 0;
+        for (size_t i = 0; t->vma_probe_armed && i < ELEMENTSOF(vma_lock_symbols); i++) {
+                char p[128];
+                if (!t->vma_probe[i])
+                        continue;
+                vma_probe_path(t, i, "enable", p, sizeof p);
+                (void) inst_write(t, p, "0");
+        }
+        /* vma_probe_armed stays: the window's reader asks whether it was */
         for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
                 char p[128];
                 snprintf(p, sizeof p, "%s/enable", window_events[i]);

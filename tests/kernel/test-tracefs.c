@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /* The private tracefs instance on the real kernel: ksm_enter of our own
  * madvise wakes the pipe, a window sees our own mmap write locks with the
- * right tgid, and the instance is gone after tracer_free(). Touches no KSM
+ * right tgid, and the instance is gone after tracer_free(). Where the kernel
+ * has kprobe events (the vmkernel guests; not the test machine's 6.18), the
+ * seed-001 probes: a stale one of a dead daemon is removed, a window with
+ * them armed and filtered to our own pid counts our page faults' VMA read
+ * locks, and tracer_free() removes ours. Touches no KSM
  * knob (ksm_enter fires on MADV_MERGEABLE whatever run is), so it does not
  * take the KSM lock. */
 #include <errno.h>
@@ -12,6 +16,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -19,6 +24,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fileio.h"
 #include "log.h"
 #include "root.h"
 #include "syscalls.h"
@@ -96,7 +102,7 @@ static void test_instance(void **state) {
                 for (int attempt = 0; attempt < 5 && !found; attempt++) {
                         contention_window_init(&seen.w, 1);
                         seen.collect = true;
-                        assert_int_equal(tracer_window_start(t, 1, -1), 0);
+                        assert_int_equal(tracer_window_start(t, 1, -1, false), 0);
                         for (int i = 0; i < 100; i++) {
                                 void *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
                                                0);
@@ -132,9 +138,108 @@ static void test_instance(void **state) {
         assert_true(faccessat(root->tracefs_fd, name, F_OK, 0) < 0);
 }
 
+static bool kprobe_listed(int tracefs_fd, const char *group) {
+        char buf[16384];
+        int fd = openat(tracefs_fd, "kprobe_events", O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        assert_true(n >= 0);
+        buf[n] = 0;
+        return strstr(buf, group) != NULL;
+}
+
+static bool kallsyms_has(const char *sym) {
+        char line[512];
+        bool found = false;
+        FILE *f = fopen("/proc/kallsyms", "re");
+        if (!f)
+                return false;
+        while (!found && fgets(line, sizeof line, f)) {
+                char *name = strrchr(line, ' ');
+                found = name && strncmp(name + 1, sym, strlen(sym)) == 0 && name[1 + strlen(sym)] == '\n';
+        }
+        fclose(f);
+        return found;
+}
+
+static void test_vma_probe(void **state) {
+        _cleanup_(root_freep) Root *root = NULL;
+        Tracer *t = NULL;
+        Seen seen = {};
+        char stale[64], ours[64], cmd[128];
+        int r;
+
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(root_open(NULL, &root), 0);
+        r = tracer_open(root, true, &t, NULL);
+        if (r == -ENOENT || r == -EOPNOTSUPP || r == -EPERM)
+                skip();
+        assert_int_equal(r, 0);
+        if (faccessat(root->tracefs_fd, "kprobe_events", F_OK, 0) < 0 || !tracer_has_mmap_lock_events(t)) {
+                tracer_free(t);
+                skip();         /* no kprobe events here (CONFIG_KPROBE_EVENTS=n) */
+        }
+        t = tracer_free(t);
+
+        /* a probe left by a daemon that was SIGKILLed: its pid is gone */
+        pid_t dead = fork();
+        assert_true(dead >= 0);
+        if (dead == 0)
+                _exit(0);
+        assert_int_equal(waitpid(dead, NULL, 0), dead);
+        snprintf(stale, sizeof stale, "ksmtuned2_%d/", (int) dead);
+        snprintf(cmd, sizeof cmd, "p:%s" TRACE_VMA_PROBE_EVENT "0 lock_vma_under_rcu", stale);
+        bool planted = kallsyms_has("lock_vma_under_rcu") &&
+                       append_string_at(root->tracefs_fd, "kprobe_events", cmd) >= 0;
+
+        assert_int_equal(tracer_open(root, true, &t, NULL), 0);
+        if (planted)
+                assert_false(kprobe_listed(root->tracefs_fd, stale));
+        if (!kallsyms_has("lock_vma_under_rcu")) {
+                /* no per-VMA locks on this kernel: nothing to probe */
+                t = tracer_free(t);
+                skip();
+        }
+        assert_true(tracer_has_vma_probe(t));
+        char syms[96];
+        assert_true(tracer_vma_probe_symbols(t, syms, sizeof syms) >= 1);
+        assert_non_null(strstr(syms, "lock_vma_under_rcu"));
+        snprintf(ours, sizeof ours, "ksmtuned2_%d/", (int) getpid());
+        assert_true(kprobe_listed(root->tracefs_fd, ours));
+
+        /* our own page faults, as "ksmd": each takes the VMA's read lock */
+        contention_window_init(&seen.w, (int) getpid());
+        seen.collect = true;
+        assert_int_equal(tracer_window_start(t, (int) getpid(), -1, true), 0);
+        assert_true(tracer_window_vma_probe_armed(t));
+        contention_window_set_vma_probe(&seen.w, tracer_window_vma_probe_armed(t));
+        size_t len = 4 << 20;
+        char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        assert_true(p != MAP_FAILED);
+        for (size_t off = 0; off < len; off += 4096)
+                p[off] = 1;
+        munmap(p, len);
+        assert_int_equal(tracer_window_stop(t), 0);
+        assert_true(tracer_read(t, 8 << 20, on_event, &seen) > 0);
+        assert_true(seen.w.vma_probe);
+        if (seen.w.ksmd_vma_locks == 0 && seen.w.lost_events == 0)
+                fail_msg("1024 page faults, no VMA read lock seen by the kprobe on %s", syms);
+
+        /* a window without them leaves them unarmed */
+        assert_int_equal(tracer_window_start(t, (int) getpid(), -1, false), 0);
+        assert_false(tracer_window_vma_probe_armed(t));
+        assert_int_equal(tracer_window_stop(t), 0);
+
+        t = tracer_free(t);
+        assert_false(kprobe_listed(root->tracefs_fd, ours));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_instance),
+                cmocka_unit_test(test_vma_probe),
         };
         log_set_max_level(LOG_DEBUG);
         return cmocka_run_group_tests(tests, NULL, NULL);

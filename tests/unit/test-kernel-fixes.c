@@ -223,6 +223,66 @@ static void test_per_vma_evidence(void **state) {
         assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_NO);
 }
 
+/* A window with the seed-001 kprobes armed in which ksmd took `locks` mmap
+ * locks and hit the probes `vma` times. */
+static ContentionWindow *probed(unsigned locks, unsigned vma, uint64_t lost) {
+        ContentionWindow *w = ksmd_locks(locks, lost);
+        contention_window_set_vma_probe(w, true);
+        for (unsigned i = 0; i < vma; i++)
+                add(w, TRACE_EVENT_VMA_LOCK, 39, -1, 0, false, false, (uint64_t) i * 1000 + 7);
+        /* a hit of another task (a filter that did not take) is not ksmd's */
+        add(w, TRACE_EVENT_VMA_LOCK, 812, 812, 0, false, false, 3);
+        return w;
+}
+
+static void test_per_vma_probe(void **state) {
+        KernelFixes k;
+
+        /* without probes placed, windows are never armed */
+        kernel_fixes_init(&k);
+        assert_false(kernel_fixes_want_vma_probe(&k));
+        kernel_fixes_set_vma_probe(&k, "lock_vma_under_rcu");
+        assert_true(kernel_fixes_want_vma_probe(&k));
+
+        /* one hit by ksmd: yes at once, whatever the lock count says
+         * (kpatch's port: about one mmap lock per page, "unknown" by count) */
+        (void) kernel_fixes_note_window(&k, probed(3000, 1, 0), 3000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_YES);
+        assert_non_null(strstr(k.fix[KERNEL_FIX_PER_VMA].evidence, "1 VMA read locks (kprobe on lock_vma_under_rcu)"));
+        assert_false(kernel_fixes_want_vma_probe(&k));
+        /* and later unarmed windows at 3+ per page do not undo it */
+        windows(&k, 20, 11000, 0, 3000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_YES);
+
+        /* another task's hits never count */
+        kernel_fixes_init(&k);
+        kernel_fixes_set_vma_probe(&k, "lock_vma_under_rcu");
+        for (int i = 0; i < 7; i++)
+                (void) kernel_fixes_note_window(&k, probed(3000, 0, 0), 3000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
+        /* no hit in 8 armed windows that scanned 24000 pages with lookups
+         * to do: no, even at ~1 lock per page (which the count leaves
+         * unknown: 6.18 takes 0.32) */
+        (void) kernel_fixes_note_window(&k, probed(3000, 0, 0), 3000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_NO);
+        assert_non_null(strstr(k.fix[KERNEL_FIX_PER_VMA].evidence, "no VMA read lock (kprobe on lock_vma_under_rcu)"));
+        assert_false(kernel_fixes_want_vma_probe(&k));
+
+        /* an empty tree (no lookups) or lost events decide nothing */
+        kernel_fixes_init(&k);
+        kernel_fixes_set_vma_probe(&k, "lock_vma_under_rcu, lock_next_vma");
+        for (int i = 0; i < 20; i++) {
+                (void) kernel_fixes_note_window(&k, probed(3000, 0, 0), 3000, 10);
+                (void) kernel_fixes_note_window(&k, probed(3000, 0, 5), 3000, 4096);
+        }
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
+        /* nor does the lock count, while the probes have the say: ~1 per
+         * page without probes would stay unknown, < 0.1 would be yes */
+        windows(&k, 20, 100, 0, 3000, 4096);
+        assert_int_equal(k.fix[KERNEL_FIX_PER_VMA].state, FIX_UNKNOWN);
+        assert_true(kernel_fixes_want_vma_probe(&k));
+}
+
 static void test_smart_scan_skips(void **state) {
         KernelFixes k;
 
@@ -525,6 +585,7 @@ int main(void) {
                 cmocka_unit_test(test_unmerge_probe),
                 cmocka_unit_test(test_trylock_evidence),
                 cmocka_unit_test(test_per_vma_evidence),
+                cmocka_unit_test(test_per_vma_probe),
                 cmocka_unit_test(test_smart_scan_skips),
                 cmocka_unit_test(test_khugepaged),
                 cmocka_unit_test(test_unmerge_plan),

@@ -47,6 +47,18 @@ static void test_recorded_lines(void **state) {
         assert_int_equal(parse("  ksmd-37 [001] ..... 1.2: ksm_stop_scan: seq 1 rmap size", &e), -EINVAL);
         assert_int_equal(parse("  ksmd-37 [001] ..... 1.2: ksm_stop_scan: seq x rmap size 5", &e), -EINVAL);
         assert_int_equal(parse("  ksmd-37 [001] ..... 1.2: ksm_stop_scan: seq 1 rmap size 5 junk", &e), -EINVAL);
+        /* the daemon's seed-001 kprobe (tracefs.h): who hit it is all
+         * that counts; other kprobes and other names are not ours */
+        assert_int_equal(parse("            ksmd-37      (     37) [000] d..1. 412.930119: ksmtuned2_vma_lock0: "
+                               "(lock_vma_under_rcu+0x0/0x170)", &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_VMA_LOCK);
+        assert_int_equal(e.pid, 37);
+        assert_int_equal(parse("  ksmd-37 [000] ..... 1.2: ksmtuned2_vma_lock2: (lock_next_vma+0x4/0x90)", &e), 0);
+        assert_int_equal(e.type, TRACE_EVENT_VMA_LOCK);
+        assert_int_equal(parse("  ksmd-37 [000] ..... 1.2: ksmtuned2_vma_lock0: garbage", &e), -EINVAL);
+        assert_int_equal(parse("  ksmd-37 [000] ..... 1.2: ksmtuned2_vma_lockX: (f+0x0/0x1)", &e), -ENOMSG);
+        assert_int_equal(parse("  ksmd-37 [000] ..... 1.2: ksmtuned2_vma_lock10: (f+0x0/0x1)", &e), -ENOMSG);
+        assert_int_equal(parse("  ksmd-37 [000] ..... 1.2: myprobe: (lock_vma_under_rcu+0x0/0x170)", &e), -ENOMSG);
         /* ksm_start_scan is not used */
         assert_int_equal(parse("  ksmd-37 [000] ..... 1.1: ksm_start_scan: seq 119002 rmap size 0", &e), -ENOMSG);
 
