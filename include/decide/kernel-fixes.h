@@ -39,7 +39,7 @@
  *                    fallback: the daemon probes the functions that take a
  *                    VMA read lock by address, filtered to ksmd, in its
  *                    windows; yes once ksmd hit one, no once it hit none in
- *                    8 windows with the probes armed that scanned 20000
+ *                    8 windows with the probes armed that scanned 1024
  *                    pages and saw ksmd take 10 mmap locks or more while
  *                    the unstable tree held 1024 pages or more (its lookups
  *                    ran, under the mmap lock). Stock ksmd never calls them.
@@ -92,6 +92,11 @@ const char *fix_state_to_string(FixState s);            /* "unknown", "yes", "no
 #define KERNEL_FIX_PER_VMA_MIN_LOCKS 10
 #define KERNEL_FIX_PER_VMA_MIN_WINDOWS 8
 #define KERNEL_FIX_PER_VMA_MIN_PAGES 20000
+/* With the kprobes, "no" needs far less: each page ksmd scans (not skipped)
+ * with a tree of 1024 pages or more is looked up through about ten tree
+ * nodes, each a VMA read lock on a per-VMA kernel; so 1024 scanned pages
+ * without one hit is tens of thousands of lookups that took the mmap lock. */
+#define KERNEL_FIX_PER_VMA_PROBE_MIN_PAGES 1024
 /* The unmerge probe's regions: a large one 16 times the small one. Its
  * time is flat with the range walk (ratio ~1), and grows 10-16 times on a
  * stock kernel natively; under TCG the call's fixed cost weighs more and a

@@ -117,7 +117,8 @@ static bool note_vma_probe(KernelFixes *k, const ContentionWindow *w, uint64_t s
                 set_fix(k, KERNEL_FIX_PER_VMA, FIX_YES,
                         "ksmd took %" PRIu64 " VMA read locks (kprobe on %s) in %" PRIu64 " windows",
                         k->ksmd_vma_locks, k->vma_probe_symbols, k->windows);
-        else if (k->probe_windows >= KERNEL_FIX_PER_VMA_MIN_WINDOWS && k->probe_scanned >= KERNEL_FIX_PER_VMA_MIN_PAGES &&
+        else if (k->probe_windows >= KERNEL_FIX_PER_VMA_MIN_WINDOWS &&
+                 k->probe_scanned >= KERNEL_FIX_PER_VMA_PROBE_MIN_PAGES &&
                  k->probe_locks >= KERNEL_FIX_PER_VMA_MIN_LOCKS)
                 set_fix(k, KERNEL_FIX_PER_VMA, FIX_NO,
                         "ksmd took %" PRIu64 " mmap locks and no VMA read lock (kprobe on %s) for %" PRIu64
