@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# test-vmkernel.sh stock|patched: the project's kernel test suite, unchanged
+# test-vmkernel.sh stock|patched [wide|fixes]: the project's kernel test suite, unchanged
 # (`meson test --suite kernel` of this build directory), inside a QEMU guest
 # running a test kernel: Debian's linux-source-6.12 as packaged ("stock") or
 # with tests/vmkernel/patches/series applied ("patched"). The kernel and the
@@ -13,7 +13,8 @@
 # for "patched", a patch series.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-flavour=${1:?usage: test-vmkernel.sh stock|patched}
+flavour=${1:?usage: test-vmkernel.sh stock|patched [wide|fixes]}
+set_=${2:-wide}
 skip() { echo "SKIP: $*" >&2; exit 77; }
 fail() { echo "FAIL: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || skip "needs root (9p passthrough shares, the kernel suite)"
@@ -46,10 +47,18 @@ echo "boot and uname -r in the guest: $((t3 - t2)) s ($out)"
 # default the three slowest tests there (test-merge, test-daemon-restore.sh,
 # test-kernel-discovery: 700 s of the 994) are left out.
 # KSMTUNED2_VMKERNEL_TESTS=all runs every kernel test, or names the tests
-# to run (space-separated).
-default_tests="test-kernel-readers test-daemon-policies.sh test-daemon-sandbox.sh test-daemon-tuning.sh
-        test-daemon-merge.sh test-daemon-contention.sh test-tracefs test-ksmctl-exec.sh test-daemon-remote-methods.sh
-        test-daemon-kernel-fixes.sh"
+# to run (space-separated). "fixes", the set of the default `meson test`,
+# is what this suite exists for: the readers and the tracer on the test
+# kernels (the kprobes included), each seed's answer, and the remote
+# methods of the patched kernel; "wide" (the vmkernel setup) adds the
+# daemon's merging, tuning and contention tests.
+fixes_tests="test-kernel-readers test-tracefs test-daemon-kernel-fixes.sh test-daemon-remote-methods.sh"
+case $set_ in
+fixes) default_tests=$fixes_tests;;
+wide) default_tests="$fixes_tests test-daemon-policies.sh test-daemon-sandbox.sh test-daemon-tuning.sh
+        test-daemon-merge.sh test-daemon-contention.sh test-ksmctl-exec.sh";;
+*) fail "unknown test set $set_ (wide or fixes)";;
+esac
 tests=${KSMTUNED2_VMKERNEL_TESTS:-$default_tests}
 [ "$tests" = all ] && tests=
 # The answer the daemon must reach for each seed's fix on this kernel
@@ -63,12 +72,13 @@ esac
 export KSMTUNED2_EXPECT_FIXES=${KSMTUNED2_EXPECT_FIXES:-$expect}
 export KSMTUNED2_FIXES_WAIT=${KSMTUNED2_FIXES_WAIT:-300}
 export KSMTUNED2_VM_ENV="${KSMTUNED2_VM_ENV:-} KSMTUNED2_EXPECT_FIXES KSMTUNED2_FIXES_WAIT"
-log=$BUILD_ROOT/meson-logs/vmkernel-$flavour.txt
+logbase=vmkernel-$([ "$set_" = wide ] && echo wide-)$flavour
+log=$BUILD_ROOT/meson-logs/$logbase.txt
 rm -f "${log%.txt}.json"
 # shellcheck disable=SC2086
 KSMTUNED2_VM_TIMEOUT=${KSMTUNED2_VM_SUITE_TIMEOUT:-3000} \
         "$HERE/run-in-guest.sh" "$kernel" \
-        meson test -C "$BUILD_ROOT" --no-rebuild --suite kernel --print-errorlogs --logbase "vmkernel-$flavour" \
+        meson test -C "$BUILD_ROOT" --no-rebuild --suite kernel --print-errorlogs --logbase "$logbase" \
         --timeout-multiplier "${KSMTUNED2_VM_TIMEOUT_MULTIPLIER:-4}" $tests
 rc=$?
 t4=$(date +%s)
