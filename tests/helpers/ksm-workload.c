@@ -4,6 +4,7 @@
  *   ksm-workload [--unique N] [--copies K] [--private P] [--merge madvise|prctl|none]
  *                [--seed S] [--verify]
  *                [--churn-threads T] [--churn-mib M] [--churn-touch yes|no] [--churn-mark yes|no]
+ *                [--churn-mprotect yes|no]
  *
  * Maps N*K pages: page i of every copy holds the same pattern (seeded by S
  * and i), so a full merge gives ksm_merging_pages == N*K, pages_shared +N and
@@ -23,6 +24,11 @@
  * its memory does; an untouched mapping would only measure VMA bookkeeping.
  * --churn-mark yes marks each mapping MADV_MERGEABLE before the write, as
  * QEMU marks every memory backend it adds (Q1's guest churned over QMP).
+ * --churn-mprotect yes makes the churn threads change the protection of the
+ * mergeable buffer's first page instead (read-only, then read-write again),
+ * which splits and merges its VMA: the mmap lock and that VMA's own lock
+ * are write-held, so even ksmd's per-VMA lookups (seed 001) of pages in it
+ * fall back to the mmap lock, and a trylock there (seed 000) fails.
  * Each iteration's latency goes into a per-thread histogram; the stdin line
  * "reset" clears them and "stats" prints
  *   "stats ops=N elapsed_usec=U p50_usec=X p99_usec=Y max_usec=Z"
@@ -104,6 +110,8 @@ typedef struct Churn {
         pthread_t thread;
         size_t len;
         int touch, mark;
+        uint8_t *mprotect_page;         /* --churn-mprotect: this page, not mmap/munmap */
+        size_t page_size;
         /* Written by the churn thread, read by main: relaxed atomics, the
          * counts only need to be whole, not ordered. */
         _Atomic uint64_t hist[HIST_BUCKETS];
@@ -130,14 +138,19 @@ static void *churn_thread(void *arg) {
                         atomic_store_explicit(&c->epoch_seen, e, memory_order_release);
                 }
                 uint64_t t0 = now_ns();
-                char *p = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                if (p == MAP_FAILED)
-                        continue;
-                if (c->mark)
-                        (void) madvise(p, c->len, MADV_MERGEABLE);
-                if (c->touch)
-                        *(volatile char *) p = 1;
-                munmap(p, c->len);
+                if (c->mprotect_page) {
+                        (void) mprotect(c->mprotect_page, c->page_size, PROT_READ);
+                        (void) mprotect(c->mprotect_page, c->page_size, PROT_READ | PROT_WRITE);
+                } else {
+                        char *p = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        if (p == MAP_FAILED)
+                                continue;
+                        if (c->mark)
+                                (void) madvise(p, c->len, MADV_MERGEABLE);
+                        if (c->touch)
+                                *(volatile char *) p = 1;
+                        munmap(p, c->len);
+                }
                 uint64_t d = now_ns() - t0;
                 atomic_fetch_add_explicit(&c->hist[hist_bucket(d)], 1, memory_order_relaxed);
                 if (d > atomic_load_explicit(&c->max_ns, memory_order_relaxed))
@@ -215,12 +228,13 @@ int main(int argc, char **argv) {
                 { "churn-mib", required_argument, NULL, 'M' },
                 { "churn-touch", required_argument, NULL, 'T' },
                 { "churn-mark", required_argument, NULL, 'G' },
+                { "churn-mprotect", required_argument, NULL, 'P' },
                 {},
         };
         unsigned long unique = 2048, copies = 4, seed = 1, private_pages = 0;
         unsigned long churn_threads = 0, churn_mib = 256;
         const char *merge = "madvise";
-        int verify = 0, churn_touch = 1, churn_mark = 0, c;
+        int verify = 0, churn_touch = 1, churn_mark = 0, churn_mprotect = 0, c;
 
         while ((c = getopt_long(argc, argv, "", opts, NULL)) >= 0)
                 switch (c) {
@@ -234,6 +248,7 @@ int main(int argc, char **argv) {
                 case 'M': churn_mib = strtoul(optarg, NULL, 10); break;
                 case 'T': churn_touch = strcmp(optarg, "no") != 0; break;
                 case 'G': churn_mark = strcmp(optarg, "no") != 0; break;
+                case 'P': churn_mprotect = strcmp(optarg, "no") != 0; break;
                 default: return 2;
                 }
         if (unique == 0 || copies == 0 || churn_threads > 64 || churn_mib == 0)
@@ -278,6 +293,8 @@ int main(int argc, char **argv) {
                         churn[i].len = churn_mib << 20;
                         churn[i].touch = churn_touch;
                         churn[i].mark = churn_mark;
+                        churn[i].mprotect_page = churn_mprotect ? mem : NULL;
+                        churn[i].page_size = page;
                         int e = pthread_create(&churn[i].thread, NULL, churn_thread, &churn[i]);
                         if (e != 0) {
                                 errno = e;

@@ -3,12 +3,15 @@
 # What the daemon tells of the seeds' kernel fixes (000-004) on this kernel,
 # from behaviour only, and the adaptation each answer puts in force.
 #
-# A process churns its own address space (a thread looping mmap/munmap of
-# 256 MiB) beside 16 MiB of its own unique mergeable pages: ksmd keeps an
-# unstable tree of them to look pages up in, meets the churner's write-held
-# mmap lock (000: a failed trylock, or waits without one), takes VMA read
-# locks or not for its lookups (001: the daemon's kprobes, where the kernel
-# has kprobe events), and skips the unchanged pages on the phase of each
+# A process churns the layout of its own 16 MiB of unique mergeable pages
+# (a thread changing the first page's protection back and forth, which
+# splits and merges their VMA under the mmap lock and that VMA's lock held
+# for writing): ksmd keeps an unstable tree of them to look pages up in,
+# meets the churner's write-held mmap lock (000: a failed trylock, or waits
+# without one; with per-VMA lookups the trylock is only their fallback,
+# which an mmap/munmap elsewhere in the mm would never reach), takes VMA
+# read locks or not for its lookups (001: the daemon's kprobes, where the
+# kernel has kprobe events), and skips the unchanged pages on the phase of each
 # page's age or of the scan number (004). The daemon's start-up probe times
 # MADV_UNMERGEABLE of sparse regions (003). khugepaged runs fast beside it
 # (002 can only say yes: its yield of a contended lock). The policy says
@@ -93,7 +96,7 @@ TextfilePath=$tmp/metrics.prom
 CONF
 
 mkfifo "$tmp/in"
-"$KSM_WORKLOAD" --unique 4096 --copies 1 --churn-threads 1 --churn-mib 256 --seed 41 < "$tmp/in" > "$tmp/wl.out" 2>&1 &
+"$KSM_WORKLOAD" --unique 4096 --copies 1 --churn-threads 1 --churn-mprotect yes --seed 41 < "$tmp/in" > "$tmp/wl.out" 2>&1 &
 wl=$!
 ksm_guard_track "$wl"
 exec 7> "$tmp/in"
