@@ -1036,6 +1036,11 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
                 twin.stop()
         if not late:
             peer.start(ctx)
+            if contender and getattr(peer, "logpath", None):
+                # From the daemon's start: S2's contender may be excluded
+                # before the victims appear (the log has no timestamps,
+                # so a line is dated when this watch sees it).
+                watch = contender_watch(peer.logpath, contender.pid)
             # Let the peer settle (a daemon's first ticks, ksmd meeting the
             # contender) before the scenario's memory appears.
             time.sleep(args.settle)
@@ -1080,9 +1085,8 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
             dstat0 = 0.0 if daemon_pid else None
         sampler.t_ready = t_ready
         result["ready_s"] = t_ready - t_start
-        if contender and getattr(peer, "logpath", None) and peer.own_pids():
-            # Read from the log's start: S2's contender may be excluded
-            # while the victims are still mapping their memory.
+        if not watch and contender and getattr(peer, "logpath", None) and peer.own_pids():
+            # S3's churning victim, or a peer started late
             watch = contender_watch(peer.logpath, contender.pid)
         if variant == "restart" and peer.own_pids():
             # mid-merge: the victims' first merged pages, at most 2 s in
@@ -1832,8 +1836,9 @@ def print_table(scn_name, by_peer, timeout, out):
 
 
 def fmt_events(events):
-    """contended_events -> "excluded at 3.1s, readmitted at 24.0s" (from
-    the victims' readiness; S2/S3) or "neither excluded nor readmitted"."""
+    """contended_events -> "excluded at 3.1s, readmitted at 24.0s" (S2/S3:
+    from the victims' readiness, negative before it) or "neither excluded
+    nor readmitted"."""
     if not events:
         return "neither excluded nor readmitted"
     return ", ".join(f"{k} at {e['t_s']:.1f}s" for k, e in sorted(events.items(), key=lambda x: x[1]["t_s"]))
