@@ -100,6 +100,16 @@ typedef struct ContentionWindow {
         uint64_t khugepaged_read_released_mm, khugepaged_read_released_nsec;
         bool khugepaged_read_released;  /* it released a read lock, and took no other lock since */
         bool khugepaged_writer_since;   /* another task write-locked that mm since */
+        /* A read lock taken again at once after a writer is a yield only
+         * if what follows is more of its walk: a stock khugepaged that
+         * collapses also drops its read lock (to allocate the huge page),
+         * takes it again to revalidate, drops it and write-locks the mm. */
+        enum {
+                KHUGEPAGED_NO_CANDIDATE,
+                KHUGEPAGED_RETAKEN,     /* taken again at once: a yield or a collapse's revalidation */
+                KHUGEPAGED_RETAKEN_RELEASED, /* ... and released: its next lock tells which */
+        } khugepaged_candidate;
+        uint64_t khugepaged_candidate_mm;
 
         /* pairing state: ksmd's open start_locking, writers' open locks by thread */
         uint64_t ksmd_pending_mm, ksmd_pending_nsec;

@@ -46,7 +46,12 @@
  *   khugepaged  002  khugepaged drops a contended mmap read lock between
  *                    batches of VMAs: yes once it was seen releasing a read
  *                    lock, another task write-locking that mm, and
- *                    khugepaged taking the read lock again within 1 ms. Never
+ *                    khugepaged taking the read lock again within 1 ms, then
+ *                    going on with its walk: after it releases that lock its
+ *                    next lock is a read lock, not the write lock of a
+ *                    collapse (whose revalidation drops and retakes the
+ *                    read lock the same way: a stock 6.12 guest read "yes"
+ *                    before this was told apart). Never
  *                    "no": a stock khugepaged only shows as the absence of
  *                    that, which needs an mm with very many VMAs to see.
  *   range-walk  003  break_ksm() skips holes: MADV_UNMERGEABLE of a sparse

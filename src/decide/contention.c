@@ -352,25 +352,38 @@ static void window_add_khugepaged(ContentionWindow *w, const TraceEvent *e) {
 
         if (!e->write) {
                 /* Its read locks: released, then (a writer in between)
-                 * taken again at once on the same mm is the drop of a
-                 * contended lock; any other lock of its own in between is
-                 * its ordinary walk. */
+                 * taken again at once on the same mm is either the drop of
+                 * a contended lock (seed 002) or a collapse's revalidation,
+                 * which drops it again and write-locks the mm: the lock
+                 * after the next release tells which. Any other lock of its
+                 * own in between is its ordinary walk. */
                 if (e->type == TRACE_EVENT_RELEASED) {
+                        if (w->khugepaged_candidate == KHUGEPAGED_RETAKEN && e->mm == w->khugepaged_candidate_mm)
+                                w->khugepaged_candidate = KHUGEPAGED_RETAKEN_RELEASED;
                         w->khugepaged_read_released = true;
                         w->khugepaged_writer_since = false;
                         w->khugepaged_read_released_mm = e->mm;
                         w->khugepaged_read_released_nsec = e->time_nsec;
                 } else if (e->type == TRACE_EVENT_START_LOCKING || e->type == TRACE_EVENT_ACQUIRE_RETURNED) {
+                        if (w->khugepaged_candidate == KHUGEPAGED_RETAKEN_RELEASED) {
+                                /* a read lock, not the collapse's write lock */
+                                w->khugepaged_yields++;
+                                w->khugepaged_candidate = KHUGEPAGED_NO_CANDIDATE;
+                        }
                         if (w->khugepaged_read_released && w->khugepaged_writer_since &&
                             e->mm == w->khugepaged_read_released_mm &&
                             e->time_nsec >= w->khugepaged_read_released_nsec &&
-                            e->time_nsec - w->khugepaged_read_released_nsec <= CONTENTION_KHUGEPAGED_YIELD_NSEC)
-                                w->khugepaged_yields++;
+                            e->time_nsec - w->khugepaged_read_released_nsec <= CONTENTION_KHUGEPAGED_YIELD_NSEC) {
+                                w->khugepaged_candidate = KHUGEPAGED_RETAKEN;
+                                w->khugepaged_candidate_mm = e->mm;
+                        }
                         w->khugepaged_read_released = false;
                 }
                 return;
         }
+        /* a write lock of its own: a collapse, whatever came before */
         w->khugepaged_read_released = false;
+        w->khugepaged_candidate = KHUGEPAGED_NO_CANDIDATE;
         if (e->type == TRACE_EVENT_ACQUIRE_RETURNED && e->success) {
                 h = window_holder(w, e->mm);
                 if (h)
