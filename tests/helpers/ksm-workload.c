@@ -4,7 +4,7 @@
  *   ksm-workload [--unique N] [--copies K] [--private P] [--merge madvise|prctl|none]
  *                [--seed S] [--verify]
  *                [--churn-threads T] [--churn-mib M] [--churn-touch yes|no] [--churn-mark yes|no]
- *                [--churn-mprotect yes|no]
+ *                [--churn-mprotect yes|no] [--vmas V]
  *
  * Maps N*K pages: page i of every copy holds the same pattern (seeded by S
  * and i), so a full merge gives ksm_merging_pages == N*K, pages_shared +N and
@@ -29,6 +29,10 @@
  * which splits and merges its VMA: the mmap lock and that VMA's own lock
  * are write-held, so even ksmd's per-VMA lookups (seed 001) of pages in it
  * fall back to the mmap lock, and a trylock there (seed 000) fails.
+ * --vmas V adds V one-page mappings that cannot merge into one VMA
+ * (alternating protections), none of them eligible for a huge page: what
+ * khugepaged walks past under the mmap lock (seed 002), and with the fix
+ * drops the lock between batches of while a writer waits.
  * Each iteration's latency goes into a per-thread histogram; the stdin line
  * "reset" clears them and "stats" prints
  *   "stats ops=N elapsed_usec=U p50_usec=X p99_usec=Y max_usec=Z"
@@ -229,10 +233,11 @@ int main(int argc, char **argv) {
                 { "churn-touch", required_argument, NULL, 'T' },
                 { "churn-mark", required_argument, NULL, 'G' },
                 { "churn-mprotect", required_argument, NULL, 'P' },
+                { "vmas", required_argument, NULL, 'V' },
                 {},
         };
         unsigned long unique = 2048, copies = 4, seed = 1, private_pages = 0;
-        unsigned long churn_threads = 0, churn_mib = 256;
+        unsigned long churn_threads = 0, churn_mib = 256, vmas = 0;
         const char *merge = "madvise";
         int verify = 0, churn_touch = 1, churn_mark = 0, churn_mprotect = 0, c;
 
@@ -249,9 +254,10 @@ int main(int argc, char **argv) {
                 case 'T': churn_touch = strcmp(optarg, "no") != 0; break;
                 case 'G': churn_mark = strcmp(optarg, "no") != 0; break;
                 case 'P': churn_mprotect = strcmp(optarg, "no") != 0; break;
+                case 'V': vmas = strtoul(optarg, NULL, 10); break;
                 default: return 2;
                 }
-        if (unique == 0 || copies == 0 || churn_threads > 64 || churn_mib == 0)
+        if (unique == 0 || copies == 0 || churn_threads > 64 || churn_mib == 0 || vmas > 1000000)
                 return 2;
 
         signal(SIGTERM, on_signal);
@@ -280,6 +286,19 @@ int main(int argc, char **argv) {
         if (strcmp(merge, "madvise") == 0 && madvise(mem, len, MADV_MERGEABLE) < 0) {
                 perror("madvise(MADV_MERGEABLE)");
                 return 1;
+        }
+
+        if (vmas > 0) {
+                uint8_t *v = mmap(NULL, 2 * vmas * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (v == MAP_FAILED) {
+                        perror("mmap (--vmas)");
+                        return 1;
+                }
+                for (size_t i = 0; i < 2 * vmas; i += 2)
+                        if (mprotect(v + i * page, page, PROT_READ) < 0) {
+                                perror("mprotect (--vmas)");
+                                return 1;
+                        }
         }
 
         Churn *churn = NULL;

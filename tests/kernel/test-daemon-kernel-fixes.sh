@@ -96,7 +96,7 @@ TextfilePath=$tmp/metrics.prom
 CONF
 
 mkfifo "$tmp/in"
-"$KSM_WORKLOAD" --unique 4096 --copies 1 --churn-threads 1 --churn-mprotect yes --seed 41 < "$tmp/in" > "$tmp/wl.out" 2>&1 &
+"$KSM_WORKLOAD" --unique 4096 --copies 1 --churn-threads 1 --churn-mprotect yes --vmas 20000 --seed 41 < "$tmp/in" > "$tmp/wl.out" 2>&1 &
 wl=$!
 ksm_guard_track "$wl"
 exec 7> "$tmp/in"

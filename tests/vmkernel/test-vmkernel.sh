@@ -67,7 +67,7 @@ tests=${KSMTUNED2_VMKERNEL_TESTS:-$default_tests}
 # meets a contended lock and is not required. A caller's setting wins.
 case $flavour in
 stock) expect="trylock=no per-vma=no range-walk=no smart-scan=no";;
-patched) expect="trylock=yes per-vma=yes range-walk=yes smart-scan=yes";;
+patched) expect="trylock=yes per-vma=yes khugepaged=yes range-walk=yes smart-scan=yes";;
 esac
 export KSMTUNED2_EXPECT_FIXES=${KSMTUNED2_EXPECT_FIXES:-$expect}
 export KSMTUNED2_FIXES_WAIT=${KSMTUNED2_FIXES_WAIT:-300}
