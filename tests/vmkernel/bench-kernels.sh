@@ -30,6 +30,11 @@
 # runs, and would wait for ever). Exits 1 when a kernel's run failed (the
 # table still prints what the others measured), 77 without root, qemu (guests) or KSM (host).
 set -uo pipefail
+# The body is one block: bash reads a script as it runs, and this one runs
+# for minutes to an hour, long enough for an edit or a checkout to change
+# the lines it has not read yet (the first real run ended in a syntax
+# error after 38 minutes that way).
+{
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 skip() { echo "SKIP: $*" >&2; exit 77; }
@@ -112,3 +117,4 @@ printf '%s\n' "${summary[@]}"
 [ ${#specs[@]} -gt 0 ] || { echo "bench-kernels: no results to compare" >&2; exit 1; }
 python3 "$bench" --compare "${specs[@]}" | tee "$out/combined.txt"
 exit $rc
+}
