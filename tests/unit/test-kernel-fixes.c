@@ -129,6 +129,40 @@ static void test_trylock_evidence(void **state) {
                 assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_UNKNOWN);
         }
 
+        /* where the kprobes can tell 001, waits say "no" only once they
+         * said no (the patched guest's bench read "no" from its scan's
+         * waits before they said yes) */
+        {
+                kernel_fixes_init(&k);
+                kernel_fixes_set_vma_probe(&k, "lock_vma_under_rcu");
+                for (unsigned i = 0; i < 2 * KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
+                        contention_window_init(&w, 39);
+                        contended_wait(&w, 1000000, 500);
+                        (void) kernel_fixes_note_window(&k, &w, 0, 0);
+                }
+                assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_UNKNOWN);
+                k.fix[KERNEL_FIX_PER_VMA].state = FIX_NO;
+                contention_window_init(&w, 39);
+                contended_wait(&w, 1000000, 500);
+                (void) kernel_fixes_note_window(&k, &w, 0, 0);
+                assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_NO);
+        }
+        /* and a "no" taken before 001 turned yes goes back to unknown */
+        {
+                kernel_fixes_init(&k);
+                for (unsigned i = 0; i < KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
+                        contention_window_init(&w, 39);
+                        contended_wait(&w, 1000000, 500);
+                        (void) kernel_fixes_note_window(&k, &w, 0, 0);
+                }
+                assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_NO);
+                k.fix[KERNEL_FIX_PER_VMA].state = FIX_YES;
+                contention_window_init(&w, 39);
+                assert_true(kernel_fixes_note_window(&k, &w, 0, 0));
+                assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_UNKNOWN);
+                assert_non_null(strstr(k.fix[KERNEL_FIX_TRYLOCK].evidence, "fallback"));
+        }
+
         /* a wait shorter than the contention threshold is no evidence */
         kernel_fixes_init(&k);
         for (unsigned i = 0; i < 2 * KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
