@@ -142,6 +142,10 @@ typedef struct Model {
         bool fixes_changed;             /* the latest window changed one: for the caller to log */
         uint64_t pending_skips;         /* ksmd's failed tries (seed 000) since the latest full scan ended */
         uint64_t pending_scans;         /* full scans in a row that ended with such skips */
+        /* full scans still to end after an exclusion: ksmd drops the
+         * excluded process's rmap items as it meets them, which cancels the
+         * growth of memory met meanwhile in the net figure a scan is paid by */
+        uint64_t exclusion_scans;
         KsmLockCore lock_core;
         uint64_t window_usec;           /* when the latest window ended, 0 never */
         uint64_t window_full_scans;     /* full_scans as of then */
@@ -158,6 +162,9 @@ void model_update(Model *m, const Snapshot *s);
 
 /* ksm:ksm_enter: an mm became mergeable, in the context of pid. */
 void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm);
+/* The controller took a process out of KSM: the next two full scans that
+ * find nothing (its rmap items going away) are not barren ones. */
+void model_note_exclusion(Model *m);
 /* Mergeable memory the process table saw appear (new or newly enabled
  * processes), in pages. */
 void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages);

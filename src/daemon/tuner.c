@@ -596,6 +596,8 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
                                  : streq(x->kind, "readmit") ? KSMTUNED2_MESSAGE_PROCESS_READMITTED
                                                              : NULL;
                 decision_log_add_about(log, DECISION_SUBJECT_PID(x->pid), x->kind, "%s", x->text);
+                if (streq(x->kind, "exclude"))
+                        model_note_exclusion(&t->model);
                 log_struct(LOG_INFO,
                            LOG_FIELDS(.message_id = id, .pid = x->pid, .decision = x->kind,
                                       .action = id ? x->kind : NULL),
