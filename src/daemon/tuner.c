@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <inttypes.h>
-#include <time.h>
 #include <string.h>
 
 #include "fileio.h"
@@ -41,13 +40,6 @@
  * loaded machine: 4 windows, one with no lock of ksmd's, the burst over
  * before a window caught the contender. */
 #define WINDOW_MIN_KSMD_LOCKS 16
-/* Switching a tracepoint on or off flips static keys, and the kernel
- * patches its text on every CPU for each: usually tens of microseconds,
- * but on a paravirtualised VM measured here at ~60 ms for a window's six
- * flips (90% of the daemon's CPU went to __text_poke, 29% of a core in the
- * enter-storm test, where every tick began a new burst and its window).
- * Windows are spaced so that their switching stays under 1/this of a core. */
-#define WINDOW_TOGGLE_BUDGET_FACTOR 100
 /* A full scan's end wakes the controller during a burst, but not more often
  * than this: a small set is scanned hundreds of times a second, and there
  * a scan's end is no moment to catch. */
@@ -79,9 +71,6 @@ struct Tuner {
         sd_event_source *pipe_source;
         sd_event_source *window_source;
         uint64_t window_start_usec;
-        /* What switching a window's events on and off costs this thread
-         * (EWMA of CPU time, ns): it decides how far apart windows must be. */
-        double window_toggle_nsec;
         double window_scale;            /* of the computed length: shrinks after a window overflowed */
         unsigned burst_windows;         /* windows taken in the current burst */
         uint64_t window_scanned_before;
@@ -300,26 +289,12 @@ static void contender_facts(Tuner *t, ModelContender *x) {
                 }
 }
 
-static uint64_t thread_cpu_nsec(void) {
-        struct timespec ts;
-        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-                return 0;
-        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
-}
-
-static void note_window_toggle(Tuner *t, uint64_t cpu_before) {
-        uint64_t c = thread_cpu_nsec();
-        double d = c >= cpu_before ? (double) (c - cpu_before) : 0;
-        t->window_toggle_nsec = t->window_toggle_nsec > 0 ? 0.7 * t->window_toggle_nsec + 0.3 * d : d;
-}
-
 static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         Tuner *t = userdata;
-        uint64_t now = now_usec(CLOCK_MONOTONIC), scanned = 0, cpu0 = thread_cpu_nsec();
+        uint64_t now = now_usec(CLOCK_MONOTONIC), scanned = 0;
         int r;
 
         (void) tracer_window_stop(t->tracer);
-        note_window_toggle(t, cpu0);
         r = tracer_read(t->tracer, WINDOW_READ_BUDGET, on_trace_event, t);
         t->collecting = false;
         if (r < 0)
@@ -413,20 +388,13 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         }
         if (t->window_start_usec != 0 && now - t->window_start_usec < interval)
                 return;
-        /* start and stop, each measured: twice the EWMA of one */
-        if (t->window_start_usec != 0 &&
-            (double) (now - t->window_start_usec) * NSEC_PER_USEC <
-                    2.0 * t->window_toggle_nsec * WINDOW_TOGGLE_BUDGET_FACTOR)
-                return;
 
         contention_window_init(&t->window, t->ksmd_pid);
         contention_window_set_khugepaged(&t->window, t->khugepaged_pid);
         /* ksm_enter lines already buffered belong to no window */
         (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
-        uint64_t cpu0 = thread_cpu_nsec();
         r = tracer_window_start(t->tracer, t->ksmd_pid, t->khugepaged_pid,
                                 kernel_fixes_want_vma_probe(&t->model.fixes));
-        note_window_toggle(t, cpu0);
         if (r < 0) {
                 log_debug_errno(r, "Cannot start a contention window: %m");
                 t->window_start_usec = now;
