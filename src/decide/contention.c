@@ -425,19 +425,7 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
         LockHolder *h;
 
         if (e->type == TRACE_EVENT_LOST) {
-                /* trace_pipe prints this just before the first event the
-                 * CPU's ring kept: what it lost came before it, so a lock
-                 * call still open now may have had its end among them, and
-                 * pairing it with a later one of the same mm would count
-                 * the gap as a wait. Each CPU's ring keeps its own newest
-                 * events while ksmd moves between CPUs: seen in Q1 as
-                 * "ksmd waited 100% of 10 ms" beside 15,288 of its lock
-                 * calls in the same window. Open calls are forgotten; a
-                 * writer's release after this is taken as unpaired. */
                 w->lost_events += e->lost;
-                w->ksmd_pending = false;
-                w->khugepaged_read_released = false;
-                w->n_pending = 0;
                 return;
         }
         if (e->type == TRACE_EVENT_VMA_LOCK) {
