@@ -67,6 +67,12 @@ static const char *const window_events[] = {
         "events/mmap_lock/mmap_lock_released",
 };
 
+/* The daemon that left an instance or a kprobe behind no longer exists
+ * (EPERM: it exists, under another user). */
+static bool pid_gone(int pid) {
+        return kill(pid, 0) < 0 && errno == ESRCH;
+}
+
 /* A daemon that was SIGKILLed while another held the plain name leaves
  * "instances/ksmtuned2-PID" behind, with ksm_enter still enabled and its ring
  * buffer allocated. Remove those whose PID is gone; one still open answers
@@ -85,7 +91,7 @@ static void remove_stale_pid_instances(int tracefs_fd) {
                 int pid;
                 if (!startswith(de->d_name, prefix) || safe_atoi(de->d_name + strlen(prefix), &pid) < 0 || pid <= 0)
                         continue;
-                if (kill(pid, 0) == 0 || errno != ESRCH)
+                if (!pid_gone(pid))
                         continue;
                 if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) >= 0)
                         log_debug("Removed stale tracefs instance %s of a daemon that is gone.", de->d_name);
@@ -118,8 +124,7 @@ static void remove_stale_probes(int tracefs_fd) {
                 if (!slash)
                         continue;
                 *slash = 0;
-                if (safe_atoi(line + strlen("p:" VMA_PROBE_GROUP_PREFIX), &pid) < 0 || pid <= 0 ||
-                    kill(pid, 0) == 0 || errno != ESRCH)
+                if (safe_atoi(line + strlen("p:" VMA_PROBE_GROUP_PREFIX), &pid) < 0 || pid <= 0 || !pid_gone(pid))
                         continue;
                 snprintf(cmd, sizeof cmd, "-:%s/%s", line + 2, slash + 1);
                 if (append_string_at(tracefs_fd, "kprobe_events", cmd) >= 0)
