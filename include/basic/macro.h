@@ -86,6 +86,7 @@ static inline int negative_errno(void) {
 #define yes_no(b) ((b) ? "yes" : "no")
 
 #define NSEC_PER_USEC UINT64_C(1000)
+#define NSEC_PER_MSEC UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)
 #define USEC_PER_SEC UINT64_C(1000000)
 #define NSEC_PER_SEC UINT64_C(1000000000)

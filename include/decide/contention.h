@@ -81,6 +81,15 @@ typedef struct ContentionWindow {
         uint64_t ksmd_first_nsec, ksmd_last_nsec; /* of ksmd's own events */
         uint64_t events;
         uint64_t lost_events;
+        /* The reader stopped at its budget (the events after that point
+         * were not read): like lost events, ksmd's figures cover only the
+         * span of its events that were read. */
+        bool truncated;
+        /* ksmd's CPU time over the window (schedstat), when read: with its
+         * waits, the time it was at work rather than asleep between
+         * batches (model_add_window) */
+        bool ksmd_cpu_known;
+        uint64_t ksmd_cpu_nsec;
         uint64_t ksmd_start_locking;
         uint64_t ksmd_acquired;
         uint64_t ksmd_trylock_failures;
@@ -142,6 +151,8 @@ uint64_t contention_window_span_nsec(const ContentionWindow *w);
 /* The span ksmd's own events covered: when the ring overflowed (it keeps
  * the newest events), the time its waits are a share of. */
 uint64_t contention_window_ksmd_span_nsec(const ContentionWindow *w);
+/* Every event of the window was read: none lost, none left unread. */
+bool contention_window_complete(const ContentionWindow *w);
 /* The holder that kept ksmd waiting longest (or failed most of its
  * trylocks), NULL when ksmd never waited. */
 const LockHolder *contention_window_worst(const ContentionWindow *w);

@@ -20,10 +20,13 @@
  *  - ksm:ksm_stop_scan too: ksmd ends its batch at the end of a full scan
  *    and sleeps, so a decision taken right then (a burst that is over) is in
  *    place before ksmd starts the next scan.
- *  - mmap_lock:* are enabled only for short sampled windows, filtered to
- *    ksmd's own lock calls and to write locks of everyone else: that says
- *    which mm (and which process and memory cgroup) keeps ksmd waiting, and
- *    which locking core the kernel has. */
+ *  - mmap_lock:* live in a second instance (the main one's name with
+ *    "-locks"), filtered to ksmd's own lock calls and to write locks of
+ *    everyone else: that says which mm (and which process and memory
+ *    cgroup) keeps ksmd waiting, and which locking core the kernel has.
+ *    They are enabled ("armed", which patches kernel text and costs ms)
+ *    for a burst or a single quiet window, and record only during short
+ *    sampled windows (that instance's tracing_on, which costs nothing). */
 
 typedef struct Tracer Tracer;
 
@@ -48,17 +51,29 @@ const char *tracer_name(const Tracer *t);
 int tracer_fd(const Tracer *t);
 bool tracer_has_mmap_lock_events(const Tracer *t);
 
-/* Reads what is buffered, at most budget_bytes, never blocking; calls cb
- * for every line that parses. Returns bytes read, -errno. */
+/* Reads what is buffered in the main instance (ksm events), at most
+ * budget_bytes, never blocking; calls cb for every line that parses.
+ * Returns bytes read, -errno. tracer_read_window() reads the windows'
+ * instance likewise: what the last window recorded. */
 typedef void (*TracerEventCallback)(const TraceEvent *e, void *userdata);
 int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata);
+int tracer_read_window(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata);
 
-/* Starts a window of mmap_lock events: ksmd's and khugepaged's own lock
- * calls (khugepaged_pid <= 0: unknown), and write locks of every other
- * task. */
+/* Enables the mmap_lock events, recording off: ksmd's and khugepaged's
+ * own lock calls (khugepaged_pid <= 0: unknown), and write locks of every
+ * other task. Every mmap lock call on the host passes through them while
+ * armed (a few tens of ns with recording off), so disarm when the windows
+ * are over. */
+int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid);
+int tracer_window_disarm(Tracer *t);
+bool tracer_window_armed(const Tracer *t);
+/* Starts recording a window (arming first if need be); stop ends it, and
+ * tracer_read_window() then reads it. */
 int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe);
 int tracer_window_stop(Tracer *t);
 bool tracer_window_active(const Tracer *t);
+/* Time spent arming and disarming, and how many times. */
+uint64_t tracer_switch_nsec(const Tracer *t, unsigned *ret_switches);
 
 /* The seed-001 probes: whether any could be placed (kprobe events and one
  * of the functions exist), their functions as "a, b" (returns how many),

@@ -8,6 +8,7 @@
 #include "log-messages.h"
 #include "log.h"
 #include "process-read.h"
+#include "procfs.h"
 #include "tracefs.h"
 #include "tuner.h"
 #include "util.h"
@@ -40,6 +41,8 @@
  * loaded machine: 4 windows, one with no lock of ksmd's, the burst over
  * before a window caught the contender. */
 #define WINDOW_MIN_KSMD_LOCKS 16
+/* No window while ksmd tracks less than this (4 MiB): maybe_start_window. */
+#define WINDOW_MIN_PAGES 1024
 /* A full scan's end wakes the controller during a burst, but not more often
  * than this: a small set is scanned hundreds of times a second, and there
  * a scan's end is no moment to catch. */
@@ -74,8 +77,10 @@ struct Tuner {
         double window_scale;            /* of the computed length: shrinks after a window overflowed */
         unsigned burst_windows;         /* windows taken in the current burst */
         uint64_t window_scanned_before;
+        uint64_t window_ksmd_cpu_before;
+        bool window_ksmd_cpu_ok;
         ContentionWindow window;
-        bool collecting;                /* lines read now belong to the window */
+        bool collecting;                /* lines read now are the window's (on_window_end) */
         KsmLockCore logged_core;
         int khugepaged_pid;
         FixState logged_fix[_KERNEL_FIX_MAX];
@@ -107,10 +112,9 @@ static void on_trace_event(const TraceEvent *e, void *userdata);
 static int on_enter_wake(sd_event_source *s, uint64_t usec, void *userdata) {
         Tuner *t = userdata;
         /* The pipe rested while the wake-up was due (on_pipe): what came
-         * meanwhile is read now, in one go. A window in progress reads it
-         * when it closes. */
+         * meanwhile is read now, in one go. */
         t->enter_woke_usec = now_usec(CLOCK_MONOTONIC);
-        if (t->pipe_paused && !t->collecting) {
+        if (t->pipe_paused) {
                 t->pipe_paused = false;
                 (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
                 (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
@@ -289,21 +293,52 @@ static void contender_facts(Tuner *t, ModelContender *x) {
                 }
 }
 
+/* ksmd's CPU time so far (schedstat, in ns). */
+static bool ksmd_cpu_nsec(Tuner *t, uint64_t *ret) {
+        _cleanup_close_ int dfd = -EBADF;
+        return root_open_pid_dir(t->root, t->ksmd_pid, &dfd) >= 0 && procfs_read_schedstat(dfd, ret, NULL) >= 0;
+}
+
+/* Switches the window events off (each switch patches kernel text and
+ * costs the daemon milliseconds; tracefs.c): after a quiet window, and when
+ * a burst is over. */
+static void disarm_windows(Tuner *t) {
+        unsigned before, after;
+        uint64_t ns0 = tracer_switch_nsec(t->tracer, &before);
+        if (!tracer_window_armed(t->tracer))
+                return;
+        (void) tracer_window_disarm(t->tracer);
+        uint64_t ns1 = tracer_switch_nsec(t->tracer, &after);
+        log_debug("contention events switched off in %" PRIu64 " ms (%u switches, %" PRIu64 " ms in all)",
+                  (ns1 - ns0) / NSEC_PER_MSEC, after, ns1 / NSEC_PER_MSEC);
+}
+
 static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         Tuner *t = userdata;
         uint64_t now = now_usec(CLOCK_MONOTONIC), scanned = 0;
         int r;
 
         (void) tracer_window_stop(t->tracer);
-        r = tracer_read(t->tracer, WINDOW_READ_BUDGET, on_trace_event, t);
+        uint64_t cpu = 0;
+        bool cpu_ok = t->window_ksmd_cpu_ok && ksmd_cpu_nsec(t, &cpu);
+        t->collecting = true;
+        r = tracer_read_window(t->tracer, WINDOW_READ_BUDGET, on_trace_event, t);
         t->collecting = false;
-        if (r < 0)
-                log_debug_errno(r, "Cannot read the contention window: %m");
+        if (r >= (int) WINDOW_READ_BUDGET)
+                t->window.truncated = true;
+        if (cpu_ok && cpu >= t->window_ksmd_cpu_before) {
+                t->window.ksmd_cpu_known = true;
+                t->window.ksmd_cpu_nsec = cpu - t->window_ksmd_cpu_before;
+        }
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
-        (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_ON);
-        t->pipe_paused = false;
-        if (r < 0)
+        /* A quiet window was armed for itself alone; a burst's stay armed
+         * until the burst ends (tuner_tick). */
+        if (!tune_mode_is_burst(t->controller.mode))
+                disarm_windows(t);
+        if (r < 0) {
+                log_debug_errno(r, "Cannot read the contention window: %m");
                 return 0;
+        }
 
         if (ksm_sysfs_read_one(t->root, KSM_PAGES_SCANNED, &scanned) >= 0 && scanned >= t->window_scanned_before)
                 scanned -= t->window_scanned_before;
@@ -318,10 +353,13 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
             tune_mode_is_burst(t->controller.mode))
                 t->burst_windows--;
         log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
-                  " scanned pages, ksmd waited %.0f%% of %" PRIu64 " ms, %zu contenders, %" PRIu64 " lost",
+                  " scanned pages in %" PRIu64 " ms, ksmd waited %.0f%% of its work (%.1f ms CPU, %.1f ms waiting)%s, %zu contenders, %" PRIu64
+                  " lost%s",
                   w->events, w->ksmd_acquired, w->ksmd_trylock_failures, scanned,
-                  t->model.window_ksmd_blocked_fraction * 100.0, (now - t->window_start_usec) / USEC_PER_MSEC,
-                  t->model.n_contenders, w->lost_events);
+                  (now - t->window_start_usec) / USEC_PER_MSEC, t->model.window_ksmd_blocked_fraction * 100.0,
+                  w->ksmd_cpu_known ? (double) w->ksmd_cpu_nsec / 1e6 : -1.0, (double) w->ksmd_wait_nsec / 1e6,
+                  contention_window_complete(w) ? "" : " (over the span of its events read)", t->model.n_contenders,
+                  w->lost_events, w->truncated ? ", read cut at its budget" : "");
         log_kernel_fixes(t);
         if (t->model.lock_core != t->logged_core) {
                 log_info("ksmd's mmap locking: %s (%" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
@@ -333,8 +371,9 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         /* The writers' events fill the ring too, and their rate is not
          * known beforehand (a process looping mmap/munmap wrote ~400,000
          * a second and overflowed a 98 ms window): a window that lost
-         * events halves the next one, a clean one lets it grow back. */
-        t->window_scale = w->lost_events > 0 ? MAX(t->window_scale / 2, 1.0 / 64)
+         * events, or more than the read budget, halves the next one, a
+         * clean one lets it grow back. */
+        t->window_scale = !contention_window_complete(w) ? MAX(t->window_scale / 2, 1.0 / 64)
                                              : MIN(t->window_scale * 1.25, 1.0);
         if (w->lost_events > 0 && t->lost_logged++ == 0)
                 log_notice("Contention window lost %" PRIu64 " trace events (ring full); figures are a lower bound.",
@@ -389,28 +428,40 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         if (t->window_start_usec != 0 && now - t->window_start_usec < interval)
                 return;
 
+        /* A set this small is scanned in a few ms at any rate, and a burst
+         * for it ends after two barren full scans: no stall behind a lock
+         * can cost ksmd or its holder much, and a window would cost the
+         * daemon more than it could find. A fork loop calling
+         * PR_SET_MEMORY_MERGE (test-daemon-enter-storm.sh: 500 children a
+         * second, ~1 MiB mergeable in all) burst every few seconds, and its
+         * windows' switching took 20% of a core. */
+        if (t->model.rmap_items + t->model.unmet_pages < WINDOW_MIN_PAGES)
+                return;
+
         contention_window_init(&t->window, t->ksmd_pid);
         contention_window_set_khugepaged(&t->window, t->khugepaged_pid);
-        /* ksm_enter lines already buffered belong to no window */
-        (void) tracer_read(t->tracer, PIPE_READ_BUDGET, on_trace_event, t);
+        unsigned switches0;
+        uint64_t ns0 = tracer_switch_nsec(t->tracer, &switches0);
         r = tracer_window_start(t->tracer, t->ksmd_pid, t->khugepaged_pid,
                                 kernel_fixes_want_vma_probe(&t->model.fixes));
+        unsigned switches1;
+        uint64_t ns1 = tracer_switch_nsec(t->tracer, &switches1);
+        if (switches1 != switches0)
+                log_debug("contention events switched on in %" PRIu64 " ms (%u switches, %" PRIu64 " ms in all)",
+                          (ns1 - ns0) / NSEC_PER_MSEC, switches1, ns1 / NSEC_PER_MSEC);
         if (r < 0) {
                 log_debug_errno(r, "Cannot start a contention window: %m");
                 t->window_start_usec = now;
                 return;
         }
         contention_window_set_vma_probe(&t->window, tracer_window_vma_probe_armed(t->tracer));
-        t->collecting = true;
         t->window_start_usec = now_usec(CLOCK_MONOTONIC);
+        t->window_ksmd_cpu_ok = ksmd_cpu_nsec(t, &t->window_ksmd_cpu_before);
         /* As of now, not of the snapshot: the pages ksmd scanned since the
          * tick began have no events in the window (a TCG guest showed
          * 1425 pages "scanned" by a window with none of ksmd's locks). */
         if (ksm_sysfs_read_one(t->root, KSM_PAGES_SCANNED, &t->window_scanned_before) < 0)
                 t->window_scanned_before = s->ksm.value[KSM_PAGES_SCANNED];
-        /* The pipe is read in one go when the window closes, not woken for
-         * every one of its events. */
-        (void) sd_event_source_set_enabled(t->pipe_source, SD_EVENT_OFF);
         /* the faster of what ksmd just did and what it was just told to do */
         double rate = tick->dt_usec ? (double) tick->scanned_pages * USEC_PER_SEC / (double) tick->dt_usec : 0;
         rate = MAX(rate, t->controller.rate_pages_per_sec);
@@ -605,6 +656,8 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         }
 
         smart_scan_step(t, s, log, plan);
+        if (!tune_mode_is_burst(t->controller.mode) && !tracer_window_active(t->tracer))
+                disarm_windows(t);
         maybe_start_window(t, s, cfg);
         *ret_next_usec = controller_next_interval_usec(&t->controller, cfg, config->interval_usec);
         return 0;

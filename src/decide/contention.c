@@ -552,6 +552,10 @@ uint64_t contention_window_ksmd_span_nsec(const ContentionWindow *w) {
         return w->ksmd_last_nsec > w->ksmd_first_nsec ? w->ksmd_last_nsec - w->ksmd_first_nsec : 0;
 }
 
+bool contention_window_complete(const ContentionWindow *w) {
+        return w->lost_events == 0 && !w->truncated;
+}
+
 uint64_t contention_window_span_nsec(const ContentionWindow *w) {
         return w->events ? w->last_nsec - w->first_nsec : 0;
 }

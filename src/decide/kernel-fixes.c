@@ -108,7 +108,7 @@ static bool note_vma_probe(KernelFixes *k, const ContentionWindow *w, uint64_t s
         if (!w->vma_probe)
                 return true;
         k->ksmd_vma_locks += w->ksmd_vma_locks;
-        if (unstable_pages >= 1024 && scanned_pages > 0 && w->lost_events == 0) {
+        if (unstable_pages >= 1024 && scanned_pages > 0 && contention_window_complete(w)) {
                 k->probe_windows++;
                 k->probe_scanned += scanned_pages;
                 k->probe_locks += w->ksmd_acquired;
@@ -155,7 +155,7 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                 k->all_locks += w->ksmd_acquired;
                 k->all_scanned += scanned_pages;
                 k->all_windows++;
-                if (w->lost_events == 0 && w->ksmd_acquired >= KERNEL_FIX_PER_VMA_MIN_LOCKS) {
+                if (contention_window_complete(w) && w->ksmd_acquired >= KERNEL_FIX_PER_VMA_MIN_LOCKS) {
                         k->clean_locks += w->ksmd_acquired;
                         k->clean_scanned += scanned_pages;
                         k->clean_windows++;

@@ -18,27 +18,56 @@
 /* ---- the instance (I/O) ---- */
 
 #define INSTANCE_NAME "ksmtuned2"
-/* Per-CPU ring of the instance: enough for a 200 ms window of a task that
- * takes its mmap lock for writing 50,000 times a second (measured on the
- * S2 contender: ~100 bytes per event in the ring), small enough not to
- * matter on a host. */
-#define INSTANCE_BUFFER_KB "1024"
+/* The windows' instance is the main one's name with this suffix. */
+#define LOCKS_SUFFIX "-locks"
+/* Per-CPU ring of the main instance: ksm_enter and ksm_stop_scan lines
+ * (~90 bytes), thousands of them while the pipe rests (a fork storm's
+ * coalesced wake-up). */
+#define INSTANCE_BUFFER_KB "256"
+/* Per-CPU ring of the windows' instance: enough for a 200 ms window of a
+ * task that takes its mmap lock for writing 50,000 times a second
+ * (measured on the S2 contender: ~100 bytes per event in the ring), small
+ * enough not to matter on a host. */
+#define LOCKS_BUFFER_KB "1024"
 
+typedef struct TracePipe {
+        int fd;
+        char carry[512];                /* a line cut by the read size */
+        size_t n_carry;
+} TracePipe;
+
+/* Two instances. The main one carries ksm_enter and ksm_stop_scan for the
+ * daemon's whole life. The windows' one carries the mmap_lock events (and
+ * the seed-001 kprobes): they are enabled ("armed") once for a burst, and
+ * each window is that instance's tracing_on switched on and off.
+ *
+ * Switching an event on or off patches kernel text (a static key and a
+ * static call per tracepoint): on the test machine's paravirtualised guest
+ * each switch took 9 ms idle and 30-55 ms during a fork storm, so a window
+ * that switched its three events on and off cost the daemon ~250 ms of
+ * CPU (a ksm_enter storm made it 20% of a core), and the events kept
+ * flowing, half switched, for the ~150 ms each way: windows "of 19 ms"
+ * lost 90,000 events in CI and paired a start_locking from before the
+ * window with an acquire after it. tracing_on is one flag of the ring:
+ * a window is exactly its length, and costs no text patching. */
 struct Tracer {
         int tracefs_fd;
         int inst_fd;
-        int pipe_fd;
+        int locks_fd;
+        TracePipe pipe, locks_pipe;
         bool mmap_lock;
         bool ksm_enter;
         bool ksm_stop_scan;
-        bool window;
-        bool made;                      /* we created the instance: remove it */
+        bool armed;                     /* the window events are enabled */
+        bool window;                    /* and recording */
+        bool made, locks_made;          /* we created the instances: remove them */
         char probe_group[32];           /* "ksmtuned2_PID": our kprobe events */
         bool vma_probe[TRACER_MAX_VMA_PROBES]; /* placed on vma_lock_symbols[i] */
         bool vma_probe_armed;
         char name[64];                  /* "instances/ksmtuned2[-PID]" */
-        char carry[512];
-        size_t n_carry;
+        char locks_name[64 + sizeof LOCKS_SUFFIX];
+        uint64_t switch_nsec;           /* spent switching events on and off */
+        unsigned switches;
 };
 
 /* Seed 001: ksmd looking a page up under the read lock of its VMA instead
@@ -88,8 +117,15 @@ static void remove_stale_pid_instances(int tracefs_fd) {
         }
         for (struct dirent *de; (de = readdir(d));) {
                 const char *prefix = INSTANCE_NAME "-";
+                char digits[32];
                 int pid;
-                if (!startswith(de->d_name, prefix) || safe_atoi(de->d_name + strlen(prefix), &pid) < 0 || pid <= 0)
+                if (!startswith(de->d_name, prefix))
+                        continue;
+                /* "ksmtuned2-PID" or its windows' "ksmtuned2-PID-locks" */
+                strscpy(digits, sizeof digits, de->d_name + strlen(prefix));
+                if (endswith(digits, LOCKS_SUFFIX))
+                        digits[strlen(digits) - strlen(LOCKS_SUFFIX)] = 0;
+                if (safe_atoi(digits, &pid) < 0 || pid <= 0)
                         continue;
                 if (!pid_gone(pid))
                         continue;
@@ -167,24 +203,37 @@ static void remove_vma_probes(Tracer *t) {
         }
 }
 
-static int inst_write(Tracer *t, const char *path, const char *value) {
-        int r = write_string_at(t->inst_fd, path, value);
+static int dir_write(int dir_fd, const char *path, const char *value) {
+        int r = write_string_at(dir_fd, path, value);
         if (r < 0)
                 log_debug_errno(r, "tracefs instance: cannot write \"%s\" to %s: %m", value, path);
         return r;
 }
 
+static int inst_write(Tracer *t, const char *path, const char *value) {
+        return dir_write(t->inst_fd, path, value);
+}
+
+static int locks_write(Tracer *t, const char *path, const char *value) {
+        return dir_write(t->locks_fd, path, value);
+}
+
+static void remove_instance(Tracer *t, int *fd, TracePipe *pipe, bool made, const char *name) {
+        if (*fd >= 0)
+                (void) write_string_at(*fd, "events/enable", "0");
+        /* The instance cannot be removed while any of its files is open
+         * (EBUSY). */
+        pipe->fd = safe_close(pipe->fd);
+        *fd = safe_close(*fd);
+        if (made && unlinkat(t->tracefs_fd, name, AT_REMOVEDIR) < 0)
+                log_debug_errno(negative_errno(), "Cannot remove tracefs %s: %m", name);
+}
+
 Tracer *tracer_free(Tracer *t) {
         if (!t)
                 return NULL;
-        if (t->inst_fd >= 0)
-                (void) write_string_at(t->inst_fd, "events/enable", "0");
-        /* The instance cannot be removed while any of its files is open
-         * (EBUSY). */
-        safe_close(t->pipe_fd);
-        safe_close(t->inst_fd);
-        if (t->made && unlinkat(t->tracefs_fd, t->name, AT_REMOVEDIR) < 0)
-                log_debug_errno(negative_errno(), "Cannot remove tracefs %s: %m", t->name);
+        remove_instance(t, &t->locks_fd, &t->locks_pipe, t->locks_made, t->locks_name);
+        remove_instance(t, &t->inst_fd, &t->pipe, t->made, t->name);
         if (t->tracefs_fd >= 0)
                 remove_vma_probes(t);
         safe_close(t->tracefs_fd);
@@ -206,6 +255,48 @@ static int mount_tracefs(Root *root) {
         return root_refresh_tracefs(root);
 }
 
+
+/* Makes instance "name" (a stale one of the same name, whose files nobody
+ * holds open, is replaced) and opens it. -EBUSY: another running daemon
+ * holds it. */
+static int make_instance(Tracer *t, const char *name, int *ret_fd) {
+        if (mkdirat(t->tracefs_fd, name, 0700) < 0) {
+                if (errno != EEXIST)
+                        return negative_errno();
+                if (unlinkat(t->tracefs_fd, name, AT_REMOVEDIR) < 0)
+                        return negative_errno();
+                if (mkdirat(t->tracefs_fd, name, 0700) < 0)
+                        return negative_errno();
+        }
+        *ret_fd = openat(t->tracefs_fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (*ret_fd < 0) {
+                int r = negative_errno();
+                (void) unlinkat(t->tracefs_fd, name, AT_REMOVEDIR);
+                return r;
+        }
+        return 0;
+}
+
+/* What both instances are set to: nothing enabled, their own ring, and
+ * the monotonic clock (ksmd may move between CPUs while it waits: its
+ * start_locking and acquire_returned must be on one clock). */
+static void setup_instance(int fd, const char *buffer_kb) {
+        (void) dir_write(fd, "events/enable", "0");
+        for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
+                char p[128];
+                snprintf(p, sizeof p, "%s/filter", window_events[i]);
+                (void) dir_write(fd, p, "0");
+        }
+        (void) dir_write(fd, "buffer_size_kb", buffer_kb);
+        /* trace_pipe's poll waits for the ring to be buffer_percent full
+         * (50 by default): one ksm_enter would never wake us. */
+        (void) dir_write(fd, "buffer_percent", "0");
+        (void) dir_write(fd, "trace_clock", "mono");
+        (void) dir_write(fd, "options/record-tgid", "1");
+        int tfd = openat(fd, "trace", O_WRONLY | O_TRUNC | O_CLOEXEC);
+        safe_close(tfd);
+}
+
 int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
         _cleanup_(tracer_freep) Tracer *t = NULL;
         bool mounted = false;
@@ -225,7 +316,7 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
         t = calloc(1, sizeof *t);
         if (!t)
                 return -ENOMEM;
-        t->inst_fd = t->pipe_fd = -EBADF;
+        t->inst_fd = t->locks_fd = t->pipe.fd = t->locks_pipe.fd = -EBADF;
         t->tracefs_fd = fcntl(root->tracefs_fd, F_DUPFD_CLOEXEC, 3);
         if (t->tracefs_fd < 0)
                 return negative_errno();
@@ -236,56 +327,46 @@ int tracer_open(Root *root, bool mount_ok, Tracer **ret, bool *ret_mounted) {
          * keeps it and we take a name of our own. */
         remove_stale_pid_instances(t->tracefs_fd);
         snprintf(t->name, sizeof t->name, "instances/" INSTANCE_NAME);
-        if (mkdirat(t->tracefs_fd, t->name, 0700) < 0) {
-                if (errno != EEXIST)
-                        return negative_errno();
-                if (unlinkat(t->tracefs_fd, t->name, AT_REMOVEDIR) < 0) {
-                        if (errno != EBUSY)
-                                return negative_errno();
-                        snprintf(t->name, sizeof t->name, "instances/" INSTANCE_NAME "-%d", (int) getpid());
-                        (void) unlinkat(t->tracefs_fd, t->name, AT_REMOVEDIR);
-                }
-                if (mkdirat(t->tracefs_fd, t->name, 0700) < 0)
-                        return negative_errno();
+        r = make_instance(t, t->name, &t->inst_fd);
+        if (r == -EBUSY) {
+                snprintf(t->name, sizeof t->name, "instances/" INSTANCE_NAME "-%d", (int) getpid());
+                r = make_instance(t, t->name, &t->inst_fd);
         }
+        if (r < 0)
+                return r;
         t->made = true;
-        t->inst_fd = openat(t->tracefs_fd, t->name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (t->inst_fd < 0)
-                return negative_errno();
         remove_stale_probes(t->tracefs_fd);
-
-        (void) inst_write(t, "events/enable", "0");
-        for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
-                char p[128];
-                snprintf(p, sizeof p, "%s/filter", window_events[i]);
-                (void) inst_write(t, p, "0");
-        }
-        (void) inst_write(t, "buffer_size_kb", INSTANCE_BUFFER_KB);
-        /* trace_pipe's poll waits for the ring to be buffer_percent full
-         * (50 by default): one ksm_enter would never wake us. */
-        (void) inst_write(t, "buffer_percent", "0");
-        /* ksmd may move between CPUs while it waits: its start_locking and
-         * acquire_returned must be on one clock. */
-        (void) inst_write(t, "trace_clock", "mono");
-        (void) inst_write(t, "options/record-tgid", "1");
+        setup_instance(t->inst_fd, INSTANCE_BUFFER_KB);
         (void) inst_write(t, "tracing_on", "1");
-        int fd = openat(t->inst_fd, "trace", O_WRONLY | O_TRUNC | O_CLOEXEC);
-        safe_close(fd);
 
-        t->mmap_lock = faccessat(t->inst_fd, "events/mmap_lock/mmap_lock_acquire_returned/enable", F_OK, 0) >= 0 &&
-                       faccessat(t->inst_fd, "events/mmap_lock/mmap_lock_start_locking/enable", F_OK, 0) >= 0 &&
-                       faccessat(t->inst_fd, "events/mmap_lock/mmap_lock_released/enable", F_OK, 0) >= 0;
         t->ksm_enter = inst_write(t, "events/ksm/ksm_enter/enable", "1") >= 0;
         /* once per full scan: at most a few hundred lines a second while a
          * tiny set is scanned flat out, one per scan otherwise */
         t->ksm_stop_scan = inst_write(t, "events/ksm/ksm_stop_scan/enable", "1") >= 0;
+
+        /* The windows' instance: recording off until a window starts. */
+        snprintf(t->locks_name, sizeof t->locks_name, "%s" LOCKS_SUFFIX, t->name);
+        r = make_instance(t, t->locks_name, &t->locks_fd);
+        if (r >= 0) {
+                t->locks_made = true;
+                setup_instance(t->locks_fd, LOCKS_BUFFER_KB);
+                (void) locks_write(t, "tracing_on", "0");
+                t->mmap_lock = faccessat(t->locks_fd, "events/mmap_lock/mmap_lock_acquire_returned/enable", F_OK, 0) >= 0 &&
+                               faccessat(t->locks_fd, "events/mmap_lock/mmap_lock_start_locking/enable", F_OK, 0) >= 0 &&
+                               faccessat(t->locks_fd, "events/mmap_lock/mmap_lock_released/enable", F_OK, 0) >= 0;
+        } else
+                log_debug_errno(r, "Cannot make tracefs %s, no contention windows: %m", t->locks_name);
         if (!t->mmap_lock && !t->ksm_enter)
                 return -EOPNOTSUPP;
-        if (t->mmap_lock)
+        if (t->mmap_lock) {
+                t->locks_pipe.fd = openat(t->locks_fd, "trace_pipe", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                if (t->locks_pipe.fd < 0)
+                        return negative_errno();
                 place_vma_probes(t);
+        }
 
-        t->pipe_fd = openat(t->inst_fd, "trace_pipe", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (t->pipe_fd < 0)
+        t->pipe.fd = openat(t->inst_fd, "trace_pipe", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (t->pipe.fd < 0)
                 return negative_errno();
 
         if (ret_mounted)
@@ -299,7 +380,7 @@ const char *tracer_name(const Tracer *t) {
 }
 
 int tracer_fd(const Tracer *t) {
-        return t ? t->pipe_fd : -EBADF;
+        return t ? t->pipe.fd : -EBADF;
 }
 
 bool tracer_has_mmap_lock_events(const Tracer *t) {
@@ -341,12 +422,15 @@ static void emit_line(const char *s, size_t n, TracerEventCallback cb, void *use
                 cb(&e, userdata);
 }
 
-int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata) {
+
+static int read_pipe(TracePipe *tp, size_t budget_bytes, TracerEventCallback cb, void *userdata) {
         char buf[64 * 1024];
         size_t total = 0;
 
+        if (tp->fd < 0)
+                return 0;
         while (total < budget_bytes) {
-                ssize_t k = read(t->pipe_fd, buf, MIN(sizeof buf, budget_bytes - total));
+                ssize_t k = read(tp->fd, buf, MIN(sizeof buf, budget_bytes - total));
                 if (k < 0) {
                         if (errno == EAGAIN || errno == EINTR)
                                 break;
@@ -362,21 +446,22 @@ int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *us
                         if (!nl) {
                                 /* a line cut by the read size: keep it for next time */
                                 size_t n = (size_t) (end - p);
-                                if (t->n_carry + n < sizeof t->carry) {
-                                        memcpy(t->carry + t->n_carry, p, n);
-                                        t->n_carry += n;
+                                if (tp->n_carry + n < sizeof tp->carry) {
+                                        memcpy(tp->carry + tp->n_carry, p, n);
+                                        tp->n_carry += n;
                                 } else
-                                        t->n_carry = 0;
+                                        tp->n_carry = 0;
                                 break;
                         }
-                        if (t->n_carry > 0) {
+                        if (tp->n_carry > 0) {
                                 size_t n = (size_t) (nl - p);
-                                if (t->n_carry + n < sizeof t->carry) {
-                                        memcpy(t->carry + t->n_carry, p, n);
-                                        emit_line(t->carry, t->n_carry + n, cb, userdata);
+                                if (tp->n_carry + n < sizeof tp->carry) {
+                                        memcpy(tp->carry + tp->n_carry, p, n);
+                                        if (cb)
+                                                emit_line(tp->carry, tp->n_carry + n, cb, userdata);
                                 }
-                                t->n_carry = 0;
-                        } else
+                                tp->n_carry = 0;
+                        } else if (cb)
                                 emit_line(p, (size_t) (nl - p), cb, userdata);
                         p = nl + 1;
                 }
@@ -384,13 +469,37 @@ int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *us
         return (int) MIN(total, (size_t) INT32_MAX);
 }
 
-int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe) {
+int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata) {
+        return read_pipe(&t->pipe, budget_bytes, cb, userdata);
+}
+
+int tracer_read_window(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata) {
+        return read_pipe(&t->locks_pipe, budget_bytes, cb, userdata);
+}
+
+/* Writes "1"/"0" to the enable files of the window events, timing it. */
+static int switch_events(Tracer *t, const char *value) {
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        int first = 0;
+        for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
+                char p[128];
+                snprintf(p, sizeof p, "%s/enable", window_events[i]);
+                int r = locks_write(t, p, value);
+                if (r < 0 && first == 0)
+                        first = r;
+        }
+        t->switch_nsec += (now_usec(CLOCK_MONOTONIC) - t0) * NSEC_PER_USEC;
+        t->switches++;
+        return first;
+}
+
+int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid) {
         char f[128];
         int r;
 
         if (!t->mmap_lock)
                 return -EOPNOTSUPP;
-        if (t->window)
+        if (t->armed)
                 return 0;
         /* khugepaged's read locks too (a few per scanned mm, every 10 s
          * by default): whether it drops a contended one (seed 002). */
@@ -398,26 +507,57 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_pr
         if (khugepaged_pid > 0)
                 snprintf(kh, sizeof kh, " || common_pid == %d", khugepaged_pid);
         snprintf(f, sizeof f, "common_pid == %d%s", ksmd_pid, kh);
-        r = inst_write(t, "events/mmap_lock/mmap_lock_start_locking/filter", f);
+        r = locks_write(t, "events/mmap_lock/mmap_lock_start_locking/filter", f);
         if (r < 0)
                 return r;
         snprintf(f, sizeof f, "common_pid == %d%s || write == 1", ksmd_pid, kh);
-        r = inst_write(t, "events/mmap_lock/mmap_lock_acquire_returned/filter", f);
+        r = locks_write(t, "events/mmap_lock/mmap_lock_acquire_returned/filter", f);
         if (r < 0)
                 return r;
         snprintf(f, sizeof f, "(write == 1 && common_pid != %d)%s", ksmd_pid, kh);
-        r = inst_write(t, "events/mmap_lock/mmap_lock_released/filter", f);
+        r = locks_write(t, "events/mmap_lock/mmap_lock_released/filter", f);
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
-                char p[128];
-                snprintf(p, sizeof p, "%s/enable", window_events[i]);
-                r = inst_write(t, p, "1");
-                if (r < 0) {
-                        (void) tracer_window_stop(t);
-                        return r;
-                }
+        (void) locks_write(t, "tracing_on", "0");
+        t->armed = true;
+        r = switch_events(t, "1");
+        if (r < 0) {
+                (void) tracer_window_disarm(t);
+                return r;
         }
+        return 0;
+}
+
+int tracer_window_disarm(Tracer *t) {
+        if (!t || !t->armed)
+                return 0;
+        if (t->window)
+                (void) tracer_window_stop(t);
+        t->armed = false;
+        return switch_events(t, "0");
+}
+
+bool tracer_window_armed(const Tracer *t) {
+        return t && t->armed;
+}
+
+int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe) {
+        char f[64];
+        int r;
+
+        if (!t->mmap_lock)
+                return -EOPNOTSUPP;
+        if (t->window)
+                return 0;
+        r = tracer_window_arm(t, ksmd_pid, khugepaged_pid);
+        if (r < 0)
+                return r;
+        /* What an earlier window left unread (a read budget cut it) is
+         * not this window's. */
+        (void) read_pipe(&t->locks_pipe, SIZE_MAX, NULL, NULL);
+        t->locks_pipe.n_carry = 0;
+        /* The seed-001 probes are switched per window, not per burst: an
+         * armed one traps every page fault on the host. */
         t->vma_probe_armed = false;
         if (vma_probe) {
                 snprintf(f, sizeof f, "common_pid == %d", ksmd_pid);
@@ -426,34 +566,38 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_pr
                         if (!t->vma_probe[i])
                                 continue;
                         vma_probe_path(t, i, "filter", p, sizeof p);
-                        if (inst_write(t, p, f) < 0)
+                        if (locks_write(t, p, f) < 0)
                                 continue;
                         vma_probe_path(t, i, "enable", p, sizeof p);
-                        if (inst_write(t, p, "1") >= 0)
+                        if (locks_write(t, p, "1") >= 0)
                                 t->vma_probe_armed = true;
                 }
+        }
+        r = locks_write(t, "tracing_on", "1");
+        if (r < 0) {
+                (void) tracer_window_stop(t);
+                return r;
         }
         t->window = true;
         return 0;
 }
 
 int tracer_window_stop(Tracer *t) {
-        int first = 0;
+        int r = locks_write(t, "tracing_on", "0");
         for (size_t i = 0; t->vma_probe_armed && i < ELEMENTSOF(vma_lock_symbols); i++) {
                 char p[128];
                 if (!t->vma_probe[i])
                         continue;
                 vma_probe_path(t, i, "enable", p, sizeof p);
-                (void) inst_write(t, p, "0");
+                (void) locks_write(t, p, "0");
         }
         /* vma_probe_armed stays: the window's reader asks whether it was */
-        for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
-                char p[128];
-                snprintf(p, sizeof p, "%s/enable", window_events[i]);
-                int r = inst_write(t, p, "0");
-                if (r < 0 && first == 0)
-                        first = r;
-        }
         t->window = false;
-        return first;
+        return r;
+}
+
+uint64_t tracer_switch_nsec(const Tracer *t, unsigned *ret_switches) {
+        if (ret_switches)
+                *ret_switches = t ? t->switches : 0;
+        return t ? t->switch_nsec : 0;
 }

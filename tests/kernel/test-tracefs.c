@@ -110,7 +110,7 @@ static void test_instance(void **state) {
                                 munmap(p, 1 << 20);
                         }
                         assert_int_equal(tracer_window_stop(t), 0);
-                        assert_true(tracer_read(t, 8 << 20, on_event, &seen) > 0);
+                        assert_true(tracer_read_window(t, 8 << 20, on_event, &seen) > 0);
                         seen.collect = false;
                         for (size_t i = 0; i < seen.w.n_holders; i++)
                                 if (seen.w.holders[i].tgid == getpid() && seen.w.holders[i].write_locks >= 100) {
@@ -222,7 +222,7 @@ static void test_vma_probe(void **state) {
                 p[off] = 1;
         munmap(p, len);
         assert_int_equal(tracer_window_stop(t), 0);
-        assert_true(tracer_read(t, 8 << 20, on_event, &seen) > 0);
+        assert_true(tracer_read_window(t, 8 << 20, on_event, &seen) > 0);
         assert_true(seen.w.vma_probe);
         if (seen.w.ksmd_vma_locks == 0 && seen.w.lost_events == 0)
                 fail_msg("1024 page faults, no VMA read lock seen by the kprobe on %s", syms);
