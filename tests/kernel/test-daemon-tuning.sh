@@ -102,5 +102,5 @@ kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
 after=$(ksm_guard_knobs_now)
 [ "$before" = "$after" ] || fail "knobs differ after SIGTERM: before [$before] after [$after]"
-[ ! -e "$tracefs/instances/ksmtuned2" ] || fail "tracefs instance left behind"
+[ ! -e "$tracefs/instances/ksmtuned2" ] && [ ! -e "$tracefs/instances/ksmtuned2-locks" ] || fail "tracefs instance left behind"
 echo "SIGTERM: knobs restored, tracefs instance removed"

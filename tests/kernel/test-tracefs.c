@@ -17,6 +17,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -126,6 +127,38 @@ static void test_instance(void **state) {
                 if (!found)
                         fail_msg("5 windows in a row lost events (%" PRIu64 " in all): the machine is too busy", lost);
 
+                /* Between windows the events stay armed (switching them
+                 * patches kernel text) but record nothing: our write locks
+                 * now are in no window. */
+                assert_true(tracer_window_armed(t));
+                for (int i = 0; i < 100; i++) {
+                        void *p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                        assert_true(p != MAP_FAILED);
+                        munmap(p, 1 << 20);
+                }
+                contention_window_init(&seen.w, 1);
+                seen.collect = true;
+                assert_int_equal(tracer_window_start(t, 1, -1, false), 0);
+                assert_int_equal(tracer_window_stop(t), 0);
+                (void) tracer_read_window(t, 8 << 20, on_event, &seen);
+                seen.collect = false;
+                for (size_t i = 0; i < seen.w.n_holders; i++)
+                        if (seen.w.holders[i].tgid == getpid())
+                                assert_true(seen.w.holders[i].write_locks <= 1);
+
+                /* Disarmed, the events are off in the windows' instance. */
+                char enable[160];
+                _cleanup_free_ char *v = NULL;
+                snprintf(enable, sizeof enable, "%s-locks/events/mmap_lock/mmap_lock_released/enable", name);
+                assert_int_equal(read_one_line_at(root->tracefs_fd, enable, &v), 0);
+                assert_string_equal(v, "1");
+                assert_int_equal(tracer_window_disarm(t), 0);
+                assert_false(tracer_window_armed(t));
+                free(v);
+                v = NULL;
+                assert_int_equal(read_one_line_at(root->tracefs_fd, enable, &v), 0);
+                assert_string_equal(v, "0");
+
                 /* after a window, the pipe still wakes for ksm_enter */
                 seen.child = madvise_new_mm();
                 seen.ksm_enter_child = 0;
@@ -134,8 +167,12 @@ static void test_instance(void **state) {
                 assert_int_equal(seen.ksm_enter_child, 1);
         }
 
+        char locks[80];
+        snprintf(locks, sizeof locks, "%s-locks", name);
+        assert_true(!tracer_has_mmap_lock_events(t) || faccessat(root->tracefs_fd, locks, F_OK, 0) >= 0);
         t = tracer_free(t);
         assert_true(faccessat(root->tracefs_fd, name, F_OK, 0) < 0);
+        assert_true(faccessat(root->tracefs_fd, locks, F_OK, 0) < 0);
 }
 
 static bool kprobe_listed(int tracefs_fd, const char *group) {
@@ -161,6 +198,47 @@ static bool kallsyms_has(const char *sym) {
         }
         fclose(f);
         return found;
+}
+
+/* A daemon that was SIGKILLed while another held the plain names leaves
+ * "ksmtuned2-PID" and "ksmtuned2-PID-locks" behind: the next start removes
+ * both, and leaves a live daemon's alone. */
+static void test_stale_instances(void **state) {
+        _cleanup_(root_freep) Root *root = NULL;
+        Tracer *t = NULL;
+        char dead_main[64], dead_locks[80], live[64];
+        int r;
+
+        if (geteuid() != 0)
+                skip();
+        assert_int_equal(root_open(NULL, &root), 0);
+        if (root->tracefs_fd < 0)
+                skip();
+        pid_t dead = fork();
+        assert_true(dead >= 0);
+        if (dead == 0)
+                _exit(0);
+        assert_int_equal(waitpid(dead, NULL, 0), dead);
+        snprintf(dead_main, sizeof dead_main, "instances/ksmtuned2-%d", (int) dead);
+        snprintf(dead_locks, sizeof dead_locks, "%s-locks", dead_main);
+        snprintf(live, sizeof live, "instances/ksmtuned2-%d-locks", (int) getppid());
+        if (mkdirat(root->tracefs_fd, dead_main, 0700) < 0)
+                skip();         /* no instances here */
+        assert_int_equal(mkdirat(root->tracefs_fd, dead_locks, 0700), 0);
+        assert_int_equal(mkdirat(root->tracefs_fd, live, 0700), 0);
+        r = tracer_open(root, true, &t, NULL);
+        bool live_kept = faccessat(root->tracefs_fd, live, F_OK, 0) >= 0;
+        (void) unlinkat(root->tracefs_fd, live, AT_REMOVEDIR);
+        if (r == -ENOENT || r == -EOPNOTSUPP || r == -EPERM) {
+                (void) unlinkat(root->tracefs_fd, dead_main, AT_REMOVEDIR);
+                (void) unlinkat(root->tracefs_fd, dead_locks, AT_REMOVEDIR);
+                skip();
+        }
+        assert_int_equal(r, 0);
+        assert_true(faccessat(root->tracefs_fd, dead_main, F_OK, 0) < 0);
+        assert_true(faccessat(root->tracefs_fd, dead_locks, F_OK, 0) < 0);
+        assert_true(live_kept);
+        t = tracer_free(t);
 }
 
 static void test_vma_probe(void **state) {
@@ -239,6 +317,7 @@ static void test_vma_probe(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_instance),
+                cmocka_unit_test(test_stale_instances),
                 cmocka_unit_test(test_vma_probe),
         };
         log_set_max_level(LOG_DEBUG);

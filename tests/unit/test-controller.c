@@ -638,6 +638,46 @@ static ContentionWindow *contended_window(int ksmd, int contender, uint64_t bloc
         return &w;
 }
 
+/* A window's share is of ksmd's work (its CPU and its waits), not of the
+ * sleep between its batches; a window read only in part is taken over the
+ * span of ksmd's events that were read. */
+static void test_window_share_of_work(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+
+        /* 10 ms of waiting in a 200 ms window: 5% of the wall */
+        ContentionWindow *w = contended_window(39, 812, 10000, 200000);
+        model_add_window(&x.m, w, x.s.time_usec, 200 * MS, 0);
+        assert_true(x.m.window_ksmd_blocked_fraction > 0.04 && x.m.window_ksmd_blocked_fraction < 0.06);
+
+        /* the same with ksmd at work for 30 ms of CPU: 10 / (30 + 10) */
+        w = contended_window(39, 812, 10000, 200000);
+        w->ksmd_cpu_known = true;
+        w->ksmd_cpu_nsec = 30 * MS * 1000;
+        model_add_window(&x.m, w, x.s.time_usec, 200 * MS, 0);
+        assert_true(x.m.window_ksmd_blocked_fraction > 0.24 && x.m.window_ksmd_blocked_fraction < 0.26);
+        assert_int_equal(x.m.n_contenders, 1);
+        assert_true(x.m.contenders[0].ksmd_blocked_fraction > 0.24);
+
+        /* a ksmd that hardly ran: its work counts as at least 5 ms */
+        w = contended_window(39, 812, 1000, 200000);
+        w->ksmd_cpu_known = true;
+        w->ksmd_cpu_nsec = 100 * 1000;
+        model_add_window(&x.m, w, x.s.time_usec, 200 * MS, 0);
+        assert_true(x.m.window_ksmd_blocked_fraction > 0.19 && x.m.window_ksmd_blocked_fraction < 0.21);
+
+        /* cut at the read budget: over ksmd's span read (its wait, 40 ms,
+         * is all of it), whatever its CPU over the whole window */
+        w = contended_window(39, 812, 40000, 200000);
+        w->truncated = true;
+        w->ksmd_cpu_known = true;
+        w->ksmd_cpu_nsec = 150 * MS * 1000;
+        assert_false(contention_window_complete(w));
+        model_add_window(&x.m, w, x.s.time_usec, 200 * MS, 0);
+        assert_true(x.m.window_ksmd_blocked_fraction > 0.99);
+}
+
 static void test_contention_excludes_and_readmits(void **state) {
         Sim x;
         sim_init(&x);
@@ -900,6 +940,7 @@ int main(void) {
                 cmocka_unit_test(test_bounds_and_budget),
                 cmocka_unit_test(test_pressure_raises_budget),
                 cmocka_unit_test(test_contention_excludes_and_readmits),
+                cmocka_unit_test(test_window_share_of_work),
                 cmocka_unit_test(test_trylock_kernel),
                 cmocka_unit_test(test_advisor),
                 cmocka_unit_test(test_recorded_s1),
