@@ -273,9 +273,9 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
          * lock events a second in a checksum pass). Then ksmd's waits are a
          * share of the span its surviving events cover, not of the window;
          * against the window they read 1% where the span showed 40-60%. A read
- * cut at its budget is the same: at 1.3 million ksmd lock calls a second
- * the 4 MiB budget held 11 ms of a 47 ms window, which read 15% blocked
- * where its 11 ms showed ~60%. */
+         * cut at its budget is the same: at 1.3 million ksmd lock calls a
+         * second the 4 MiB budget held 11 ms of a 47 ms window, which read
+         * 15% blocked where its 11 ms showed ~60%. */
         if (!contention_window_complete(w) && ksmd_span > 0 && (double) ksmd_span < wall_nsec)
                 wall_nsec = (double) ksmd_span;
         /* A complete window: ksmd's waits are a share of the time it was at
