@@ -356,9 +356,10 @@ int manager_set_paused(Manager *m, bool paused, const char *origin) {
         if (m->paused == paused)
                 return 0;
         m->paused = paused;
-        if (paused)
+        if (paused) {
                 manager_note_request(m, origin, "paused: no knob or process is changed until resumed");
-        else {
+                tuner_quiesce(m->tuner);
+        } else {
                 manager_note_request(m, origin, "resumed");
                 /* Knobs set by hand meanwhile are the daemon's again. */
                 knob_journal_forget_foreign(&m->knobs);

@@ -663,6 +663,17 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         return 0;
 }
 
+void tuner_quiesce(Tuner *t) {
+        if (!t || !t->tracer)
+                return;
+        if (tracer_window_active(t->tracer)) {
+                (void) tracer_window_stop(t->tracer);
+                (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
+                (void) tracer_read_window(t->tracer, SIZE_MAX, NULL, NULL);
+        }
+        disarm_windows(t);
+}
+
 void tuner_note_unmet(Tuner *t, uint64_t pages) {
         if (!t)
                 return;

@@ -35,6 +35,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Tuner *, tuner_free);
 int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *log, Plan *plan,
                uint64_t *ret_next_usec);
 
+/* Paused: a window in progress is dropped and the window events are
+ * switched off (armed, every mmap lock call on the host passes through
+ * them), until the next tick. */
+void tuner_quiesce(Tuner *t);
 /* The process table's estimate of mergeable memory ksmd has not met
  * (discovery_unmet_pages), for the tick that follows. */
 void tuner_note_unmet(Tuner *t, uint64_t pages);
