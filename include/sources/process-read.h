@@ -14,6 +14,12 @@
  * -ESRCH when the process is gone (a zombie counts as gone: it is reaped
  * without any event), -ENOMEM. */
 int process_read_facts(const Root *root, int pid, Process *p);
+/* The same, and with PROCESS_READ_KEEP_EXE the exe of the same incarnation
+ * is kept rather than read again (through the injector, once the daemon has
+ * dropped its capabilities): for a resync while proc events flow and none
+ * were lost, when an exec cannot have gone unseen. */
+#define PROCESS_READ_KEEP_EXE 1u
+int process_read_facts_flags(const Root *root, int pid, Process *p, unsigned flags);
 
 /* A child just forked from parent (which is known): reads only what fork
  * does not copy (stat: start time, ppid; cgroup: clone3 may place a child

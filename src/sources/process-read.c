@@ -178,7 +178,7 @@ static void set_facts_read(Process *p) {
                 p->discovered_usec = p->facts_usec;
 }
 
-int process_read_facts(const Root *root, int pid, Process *p) {
+int process_read_facts_flags(const Root *root, int pid, Process *p, unsigned flags) {
         _cleanup_close_ int dfd = -EBADF;
         _cleanup_free_ char *exe = NULL, *cg = NULL, *unit = NULL, *vm = NULL;
         ProcStat st;
@@ -194,9 +194,16 @@ int process_read_facts(const Root *root, int pid, Process *p) {
                 r = procfs_read_status(dfd, &status);
                 if (r < 0)
                         return r;
-                r = read_exe(root, pid, st.start_time_ticks, dfd, &exe);
-                if (r == -ENOMEM)
-                        return r;
+                /* The exe of a known incarnation is kept when the caller
+                 * says no exec can have gone unseen: read through the
+                 * injector it is most of a resync's cost. */
+                bool keep = (flags & PROCESS_READ_KEEP_EXE) && p->exe && p->pid == pid &&
+                            p->start_time_ticks == st.start_time_ticks && p->facts_usec > 0;
+                if (!keep) {
+                        r = read_exe(root, pid, st.start_time_ticks, dfd, &exe);
+                        if (r == -ENOMEM)
+                                return r;
+                }
         } else {
                 status.ppid = st.ppid;
                 status.threads = (unsigned) MAX(st.num_threads, 0);
@@ -220,7 +227,8 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         p->rss_anon_kib = status.rss_anon_kib;
         p->threads = status.threads ? status.threads : (unsigned) MAX(st.num_threads, 0);
         p->tracer_pid = status.tracer_pid;
-        free(p->exe), p->exe = TAKE_PTR(exe);
+        if (exe || !same || !(flags & PROCESS_READ_KEEP_EXE))
+                free(p->exe), p->exe = TAKE_PTR(exe);
         free(p->cgroup), p->cgroup = TAKE_PTR(cg);
         free(p->unit), p->unit = TAKE_PTR(unit);
         free(p->vm_name), p->vm_name = TAKE_PTR(vm);
@@ -231,6 +239,10 @@ int process_read_facts(const Root *root, int pid, Process *p) {
 
         set_facts_read(p);
         return 0;
+}
+
+int process_read_facts(const Root *root, int pid, Process *p) {
+        return process_read_facts_flags(root, pid, p, 0);
 }
 
 static char *strdup_or_null(const char *s, bool *oom) {

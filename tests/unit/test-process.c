@@ -113,9 +113,22 @@ static void test_read_facts(void **state) {
         p.have_verdict = true;
         assert_int_equal(process_read_facts(root, 4242, &p), 0);
         assert_true(p.have_verdict);
-        /* pid reused (other start time): everything but the pid starts over */
-        write_proc(&t, 4242, "sh", 0, 9999, "0::/user.slice/user-0.slice/session-1.scope\n");
+        /* a resync while events flow keeps the exe of the same incarnation
+         * (an exec would have been an event); a plain read sees the new one */
+        assert_int_equal(unlink(link), 0);
+        assert_int_equal(symlink("/usr/bin/qemu-system-aarch64", link), 0);
+        assert_int_equal(process_read_facts_flags(root, 4242, &p, PROCESS_READ_KEEP_EXE), 0);
+        assert_string_equal(p.exe, "/usr/bin/qemu-system-x86_64");
+        assert_true(p.have_verdict);
         assert_int_equal(process_read_facts(root, 4242, &p), 0);
+        assert_string_equal(p.exe, "/usr/bin/qemu-system-aarch64");
+        /* pid reused (other start time): everything but the pid starts over,
+         * the exe too, whatever the flags */
+        write_proc(&t, 4242, "sh", 0, 9999, "0::/user.slice/user-0.slice/session-1.scope\n");
+        assert_int_equal(unlink(link), 0);
+        assert_int_equal(symlink("/usr/bin/dash", link), 0);
+        assert_int_equal(process_read_facts_flags(root, 4242, &p, PROCESS_READ_KEEP_EXE), 0);
+        assert_string_equal(p.exe, "/usr/bin/dash");
         assert_false(p.have_verdict);
         assert_string_equal(p.comm, "sh");
         assert_string_equal(p.unit, "session-1.scope");
