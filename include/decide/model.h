@@ -162,8 +162,9 @@ void model_update(Model *m, const Snapshot *s);
 
 /* ksm:ksm_enter: an mm became mergeable, in the context of pid. */
 void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm);
-/* The controller took a process out of KSM: the next two full scans that
- * find nothing (its rmap items going away) are not barren ones. */
+/* The controller took a process out of KSM, or one in KSM exited: the next
+ * two full scans that find nothing (its rmap items going away) are not
+ * barren ones. */
 void model_note_exclusion(Model *m);
 /* Mergeable memory the process table saw appear (new or newly enabled
  * processes), in pages. */

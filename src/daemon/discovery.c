@@ -58,6 +58,7 @@ struct Discovery {
         uint64_t last_scan_done_usec;
         uint64_t last_scan_duration_usec;
         uint64_t full_scans, overflow_resyncs;
+        uint64_t departed_rmap_max;     /* discovery_take_departed() */
 
         Pending *pending;
         size_t n_pending, n_pending_alloc;
@@ -253,6 +254,9 @@ static void drop_process(Discovery *d, int pid) {
         Process *p = process_table_get(d->table, pid);
         if (!p)
                 return;
+        /* ksmd drops a gone mm's rmap items as it passes: discovery_take_departed() */
+        if (p->ksm_stat_valid)
+                d->departed_rmap_max = MAX(d->departed_rmap_max, p->ksm_stat.rmap_items);
         ProcessIndexState *x = &p->index;
         if (x->verdict_counted)
                 d->verdicts[x->counted_action]--;
@@ -801,6 +805,12 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
                 d->unmet_wake_usec = now;
                 d->opts.unmet_grew(d->opts.userdata);
         }
+}
+
+uint64_t discovery_take_departed(Discovery *d) {
+        uint64_t r = d->departed_rmap_max;
+        d->departed_rmap_max = 0;
+        return r;
 }
 
 uint64_t discovery_unmet_pages(Discovery *d) {

@@ -84,6 +84,10 @@ int discovery_load_policies(Discovery *d, char *const *dirs, ConfDiag *diag);
  * summed over the processes whose ksm_stat the daemon reads (a policy
  * matched them, or they have merged pages). Costs no read of its own. */
 uint64_t discovery_unmet_pages(Discovery *d);
+/* The most rmap items (from its last ksm_stat) of one process that went
+ * away since the last call, and starts over: ksmd drops them in its next
+ * passes, which then show less memory met and less sharing than they found. */
+uint64_t discovery_take_departed(Discovery *d);
 
 /* Once per manager tick: polling scan or slow resync, refresh of the
  * processes a policy matched, ksm_stat reads, and the ProcessAction entries

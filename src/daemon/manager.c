@@ -278,8 +278,10 @@ int manager_tick(Manager *m) {
         }
 
         if (manager_may_tune(m)) {
-                if (m->discovery)
+                if (m->discovery) {
                         tuner_note_unmet(m->tuner, discovery_unmet_pages(m->discovery));
+                        tuner_note_departed(m->tuner, discovery_take_departed(m->discovery));
+                }
                 knob_plan_from_config(&m->config, &plan.knobs);
                 r = tuner_tick(m->tuner, &s, &m->config, &m->decisions, &plan, &m->next_tick_usec);
                 if (r < 0)

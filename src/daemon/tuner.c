@@ -92,6 +92,7 @@ struct Tuner {
         uint64_t lost_logged;
         bool have_unmet;
         uint64_t unmet_pages;           /* tuner_note_unmet(), for the next tick */
+        uint64_t departed_rmap;         /* tuner_note_departed(), for the next tick */
         struct {
                 int pid;
                 uint64_t full_scans;
@@ -621,6 +622,20 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         t->model.min_gain_pages = MAX(cfg->min_gain_pages, UINT64_C(1));
         t->enter_gap_usec = MAX(cfg->burst_interval_usec, ENTER_WAKE_MIN_GAP_USEC);
         enter_log_roll(t, now_usec(CLOCK_MONOTONIC));
+        /* Before the scans that end in this update are counted: a process
+         * that left KSM by exiting takes its rmap items and its sharing with
+         * it in the next passes, as an excluded one does. Seen on 6.18 in
+         * test-daemon-start-late.sh (CI): a merged 32 MiB victim exited and a
+         * new one entered while paused; after the resume the pass that met
+         * the newcomer's 8,192 pages dropped the departed one's 8,192, net
+         * rmap +0 and sharing -6,000, and the burst ended on "2 full scans
+         * without new sharing" with the newcomer unmerged. */
+        if (t->departed_rmap >= t->model.min_gain_pages) {
+                log_debug("a process in KSM with %" PRIu64 " rmap items went away: the next two full scans that "
+                          "find nothing are not barren", t->departed_rmap);
+                model_note_exclusion(&t->model);
+        }
+        t->departed_rmap = 0;
         model_update(&t->model, s);
         if (t->have_unmet)
                 /* after model_update: a fresh estimate counts pages_volatile too */
@@ -679,6 +694,11 @@ void tuner_note_unmet(Tuner *t, uint64_t pages) {
                 return;
         t->unmet_pages = pages;
         t->have_unmet = true;
+}
+
+void tuner_note_departed(Tuner *t, uint64_t rmap_items) {
+        if (t)
+                t->departed_rmap = MAX(t->departed_rmap, rmap_items);
 }
 
 void tuner_forget_unmet(Tuner *t) {

@@ -42,6 +42,9 @@ void tuner_quiesce(Tuner *t);
 /* The process table's estimate of mergeable memory ksmd has not met
  * (discovery_unmet_pages), for the tick that follows. */
 void tuner_note_unmet(Tuner *t, uint64_t pages);
+/* The most rmap items of one process in KSM that went away since the last
+ * tick (discovery_take_departed): for the tick that follows. */
+void tuner_note_departed(Tuner *t, uint64_t rmap_items);
 /* After a pause, observe or a reload, all of that memory is new again. */
 void tuner_forget_unmet(Tuner *t);
 

@@ -109,7 +109,14 @@ took=$(wait_merged "$victim_pid" "$t0" "$bound_ms") ||
         fail "started late: victim merged $(cat /proc/$victim_pid/ksm_merging_pages)/8192 pages in $took ms, bound $bound_ms ms"
 grep -q "burst: .* mergeable that ksmd has not met yet" "$tmp/log" || fail "started late: no burst for unmet memory logged"
 echo "ok: started late: merged in $took ms (bound $bound_ms ms): $(grep -o 'burst: .*not met yet' "$tmp/log" | head -1)"
-stop_victim
+# This victim stays until the end. One that exits leaves its rmap items and
+# sharing to ksmd, which drops them in the pass that meets the next victim:
+# net rmap +0, sharing down, and the burst ended on "2 full scans without new
+# sharing" with the newcomer unmerged (seen in CI, 0/8192 after a resume and
+# after a restart). A daemon that sees the exit counts those passes as not
+# barren (tuner_note_departed): parts 3 and 4 stop their predecessor while
+# the daemon runs. One started after the exit cannot tell, which would be
+# the restart case here: a limit, not what this test is about.
 
 # 2. SIGKILL, a victim appears without a daemon, the daemon restarts.
 for _ in $(seq 100); do grep -q "backing off" "$tmp/log" && break; sleep 0.1; done
