@@ -157,6 +157,14 @@ typedef struct Model {
 
 void model_init(Model *m, uint64_t page_size, uint64_t min_gain_pages);
 
+/* What a full scan must gain to pay, and what new memory must amount to
+ * before it starts a burst: the floor given (MinGainPages=,
+ * BurstMinNewPages=), or 1/MODEL_GAIN_SHARE of the pages ksmd tracks when
+ * that is more. A burst's every round is a full scan of all of them, so
+ * what makes one worth it grows with them. */
+#define MODEL_GAIN_SHARE 128
+uint64_t model_gain_floor(const Model *m, uint64_t floor_pages);
+
 /* Takes one snapshot. */
 void model_update(Model *m, const Snapshot *s);
 

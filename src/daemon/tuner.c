@@ -639,7 +639,8 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         model_update(&t->model, s);
         if (t->have_unmet)
                 /* after model_update: a fresh estimate counts pages_volatile too */
-                model_note_unmet(&t->model, s->time_usec, t->unmet_pages, cfg->burst_min_new_pages);
+                model_note_unmet(&t->model, s->time_usec, t->unmet_pages,
+                                 model_gain_floor(&t->model, cfg->burst_min_new_pages));
         t->have_unmet = false;
 
         const ModelTick *tick = model_tick(&t->model, 0);

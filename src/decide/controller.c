@@ -441,12 +441,13 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
 
         /* --- the mode --- */
         uint64_t unmet = unmet_news(c, m);
-        if (entered || new_pages >= cfg->burst_min_new_pages || unmet > 0) {
+        uint64_t min_new = model_gain_floor(m, cfg->burst_min_new_pages);
+        if (entered || new_pages >= min_new || unmet > 0) {
                 if (tune_mode_is_burst(c->mode))
                         ; /* already bursting: the new memory is being scanned */
                 else if (!entered && unmet > 0)
                         because_unmet(c, d, m, unmet);
-                else if (entered && new_pages >= cfg->burst_min_new_pages)
+                else if (entered && new_pages >= min_new)
                         because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
                                 m->entered_comm, fmt_pages(a, sizeof a, m, new_pages));
                 else if (entered)
@@ -461,7 +462,8 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 else if (c->mode != TUNE_MODE_BURST)
                         set_mode(c, m, TUNE_MODE_BURST, now);
         } else if ((c->mode == TUNE_MODE_MAINTAIN || c->mode == TUNE_MODE_IDLE) && m->scans_without_gain == 0 &&
-                   m->last_gain_usec > c->mode_since_usec && m->last_scan_gain_pages >= (int64_t) m->min_gain_pages &&
+                   m->last_gain_usec > c->mode_since_usec &&
+                   m->last_scan_gain_pages >= (int64_t) model_gain_floor(m, m->min_gain_pages) &&
                    now - c->backoff_usec >= REBURST_COOLDOWN_USEC) {
                 because(c, d, 0, "burst", "a %s scan found %s of new sharing",
                         c->mode == TUNE_MODE_IDLE ? "slow" : "maintenance",

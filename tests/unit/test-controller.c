@@ -364,6 +364,48 @@ static void test_exclusion_scans_not_barren(void **state) {
         assert_int_equal(x.m.scans_without_gain, 1);
 }
 
+/* What a full scan must gain grows with the memory ksmd tracks (1/128 of
+ * it): the tail of a Q1 burst, 737 and 253 pages gained by full scans of
+ * 174k pages, is barren there and ends the burst; the same gains pay on a
+ * set of 8192 pages. A maintenance scan's find starts a burst on the same
+ * terms. */
+static void test_gain_floor_scales_with_set(void **state) {
+        Sim x;
+
+        sim_init(&x);
+        x.churning = 20000;     /* no scan settles: only the gains can end the burst */
+        model_note_ksm_enter(&x.m, x.s.time_usec, 700, "qemu");
+        sim_step(&x, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_int_equal(model_gain_floor(&x.m, x.cfg.min_gain_pages), 174000 / 128);
+        sim_step(&x, 250 * MS, 174000, 1, 60000, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.m.scans_without_gain, 0);
+        sim_step(&x, 250 * MS, 174000, 1, 737, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.m.scans_without_gain, 1);
+        sim_step(&x, 250 * MS, 174000, 1, 253, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        assert_true(decided(&x, "backing off: 2 full scans without new sharing"));
+
+        /* a maintenance scan that finds 1000 pages (0.6%) after the
+         * cooldown: not worth two full scans at burst rate; 2406 (1.4%) is */
+        sim_step(&x, 31 * SEC, 174000, 1, 1000, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        sim_step(&x, 5 * SEC, 174000, 1, 2406, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_true(decided(&x, "burst: a maintenance scan found 9.4 MiB of new sharing"));
+
+        /* the same gains on 8192 pages: floor MinGainPages= (64), they pay */
+        sim_init(&x);
+        x.churning = 1000;
+        model_note_ksm_enter(&x.m, x.s.time_usec, 701, "victim");
+        sim_step(&x, 250 * MS, 8192, 1, 0, 8192, 10 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 8192, 1, 4000, 0, 10 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 8192, 1, 737, 0, 10 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 8192, 1, 253, 0, 10 * 1000 * 1000);
+        assert_int_equal(x.m.scans_without_gain, 0);
+        assert_true(tune_mode_is_burst(x.c.mode));
+}
+
 static void test_scan_longer_than_maintenance(void **state) {
         Sim x;
         const uint64_t pages = UINT64_C(128) << 20;
@@ -933,6 +975,7 @@ int main(void) {
                 cmocka_unit_test(test_idle_stop),
                 cmocka_unit_test(test_scan_longer_than_maintenance),
                 cmocka_unit_test(test_exclusion_scans_not_barren),
+                cmocka_unit_test(test_gain_floor_scales_with_set),
                 cmocka_unit_test(test_throttle_release_restores_burst),
                 cmocka_unit_test(test_burst_borrows_for_large_memory),
                 cmocka_unit_test(test_no_flapping_under_noise),
