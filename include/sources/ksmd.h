@@ -16,6 +16,9 @@ int ksmd_find(const Root *root, int *ret_pid);
 int kthread_find(const Root *root, const char *comm, int *ret_pid);
 
 int ksmd_read_sample(const Root *root, int pid, KsmdSample *ret);
+/* ksmd's CPU time so far (schedstat), in ns: what ksmd_read_sample() reads
+ * too, without the stat and wchan. */
+int ksmd_read_cpu_nsec(const Root *root, int pid, uint64_t *ret);
 
 /* A background thread that samples ksmd's state/wchan at a fixed rate, with
  * its /proc files kept open so one sample is two preads. The event loop

@@ -5,6 +5,7 @@
 
 #include "fileio.h"
 #include "ksm-sysfs.h"
+#include "ksmd.h"
 #include "log-messages.h"
 #include "log.h"
 #include "process-read.h"
@@ -80,7 +81,6 @@ struct Tuner {
         uint64_t window_ksmd_cpu_before;
         bool window_ksmd_cpu_ok;
         ContentionWindow window;
-        bool collecting;                /* lines read now are the window's (on_window_end) */
         KsmLockCore logged_core;
         int khugepaged_pid;
         FixState logged_fix[_KERNEL_FIX_MAX];
@@ -203,8 +203,6 @@ static void note_scan_end(Tuner *t, const TraceEvent *e) {
 static void on_trace_event(const TraceEvent *e, void *userdata) {
         Tuner *t = userdata;
 
-        if (t->collecting)
-                contention_window_add(&t->window, e);
         if (e->type == TRACE_EVENT_KSM_STOP_SCAN)
                 note_scan_end(t, e);
         if (e->type == TRACE_EVENT_KSM_STOP_SCAN) {
@@ -294,24 +292,36 @@ static void contender_facts(Tuner *t, ModelContender *x) {
                 }
 }
 
-/* ksmd's CPU time so far (schedstat, in ns). */
 static bool ksmd_cpu_nsec(Tuner *t, uint64_t *ret) {
-        _cleanup_close_ int dfd = -EBADF;
-        return root_open_pid_dir(t->root, t->ksmd_pid, &dfd) >= 0 && procfs_read_schedstat(dfd, ret, NULL) >= 0;
+        return ksmd_read_cpu_nsec(t->root, t->ksmd_pid, ret) >= 0;
+}
+
+/* Logs what switching the window events cost since tracer_switch_nsec()
+ * said ns0 (each switch patches kernel text: tracefs.c). */
+static void log_switch_cost(Tuner *t, const char *how, unsigned switches0, uint64_t ns0) {
+        unsigned switches;
+        uint64_t ns = tracer_switch_nsec(t->tracer, &switches);
+        if (switches != switches0)
+                log_debug("contention events switched %s in %" PRIu64 " ms (%u switches, %" PRIu64 " ms in all)",
+                          how, (ns - ns0) / NSEC_PER_MSEC, switches, ns / NSEC_PER_MSEC);
 }
 
 /* Switches the window events off (each switch patches kernel text and
  * costs the daemon milliseconds; tracefs.c): after a quiet window, and when
  * a burst is over. */
 static void disarm_windows(Tuner *t) {
-        unsigned before, after;
-        uint64_t ns0 = tracer_switch_nsec(t->tracer, &before);
+        unsigned switches0;
+        uint64_t ns0 = tracer_switch_nsec(t->tracer, &switches0);
         if (!tracer_window_armed(t->tracer))
                 return;
         (void) tracer_window_disarm(t->tracer);
-        uint64_t ns1 = tracer_switch_nsec(t->tracer, &after);
-        log_debug("contention events switched off in %" PRIu64 " ms (%u switches, %" PRIu64 " ms in all)",
-                  (ns1 - ns0) / NSEC_PER_MSEC, after, ns1 / NSEC_PER_MSEC);
+        log_switch_cost(t, "off", switches0, ns0);
+}
+
+/* The "-locks" instance carries the window's events only (tracefs.c). */
+static void on_window_event(const TraceEvent *e, void *userdata) {
+        Tuner *t = userdata;
+        contention_window_add(&t->window, e);
 }
 
 static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -322,9 +332,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         (void) tracer_window_stop(t->tracer);
         uint64_t cpu = 0;
         bool cpu_ok = t->window_ksmd_cpu_ok && ksmd_cpu_nsec(t, &cpu);
-        t->collecting = true;
-        r = tracer_read_window(t->tracer, WINDOW_READ_BUDGET, on_trace_event, t);
-        t->collecting = false;
+        r = tracer_read_window(t->tracer, WINDOW_READ_BUDGET, on_window_event, t);
         if (r >= (int) WINDOW_READ_BUDGET)
                 t->window.truncated = true;
         if (cpu_ok && cpu >= t->window_ksmd_cpu_before) {
@@ -445,11 +453,7 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         uint64_t ns0 = tracer_switch_nsec(t->tracer, &switches0);
         r = tracer_window_start(t->tracer, t->ksmd_pid, t->khugepaged_pid,
                                 kernel_fixes_want_vma_probe(&t->model.fixes));
-        unsigned switches1;
-        uint64_t ns1 = tracer_switch_nsec(t->tracer, &switches1);
-        if (switches1 != switches0)
-                log_debug("contention events switched on in %" PRIu64 " ms (%u switches, %" PRIu64 " ms in all)",
-                          (ns1 - ns0) / NSEC_PER_MSEC, switches1, ns1 / NSEC_PER_MSEC);
+        log_switch_cost(t, "on", switches0, ns0);
         if (r < 0) {
                 log_debug_errno(r, "Cannot start a contention window: %m");
                 t->window_start_usec = now;

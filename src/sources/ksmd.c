@@ -87,6 +87,14 @@ int ksmd_read_sample(const Root *root, int pid, KsmdSample *ret) {
         return 0;
 }
 
+int ksmd_read_cpu_nsec(const Root *root, int pid, uint64_t *ret) {
+        _cleanup_close_ int dfd = -EBADF;
+        int r = root_open_pid_dir(root, pid, &dfd);
+        if (r < 0)
+                return r;
+        return procfs_read_schedstat(dfd, ret, NULL);
+}
+
 struct KsmdSampler {
         pthread_t thread;
         pthread_mutex_t lock;
