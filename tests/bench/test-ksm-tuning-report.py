@@ -116,8 +116,9 @@ class Targets(unittest.TestCase):
         self.assertEqual(v["S5 idle ksmd CPU <= 2x defaults'"], "FAIL")
 
     def test_s6_host_size(self):
-        # 90% of aggressive's 12 GiB is reached at 40 s (aggressive: 30 s,
-        # its workloads ready at 10 s in both): 40/30 = 1.33x > 1.25x.
+        # 90% of aggressive's 12 GiB is reached at 55 s from the start
+        # (aggressive: 40 s; the workloads ready at 10 s in both): 1.38x >
+        # 1.25x.
         gib = GIB_PAGES
 
         def s6(merge_s, cpu_s, series, **extra):
@@ -126,12 +127,13 @@ class Targets(unittest.TestCase):
         maint = dict(final_phase="maintain", cpu_budget_pct=10.0,
                      tail_cpu_by_phase={"decay": [2.0, 5.0], "maintain": [4.0, 55.0]})
         ag = s6(35.0, 100.0, [(10.0, 0), (20.0, 6 * gib), (40.0, 12 * gib)])
-        me = s6(45.0, 50.0, [(10.0, 0), (30.0, 8 * gib), (50.0, 11 * gib), (60.0, 12 * gib)], **maint)
+        me = s6(45.0, 50.0, [(10.0, 0), (30.0, 8 * gib), (55.0, 11 * gib), (60.0, 12 * gib)], **maint)
         res = {"S6": {"aggressive": [ag], "defaults": [s6(None, 5.0, [(10.0, 0), (160.0, gib)])],
                       "ksmtuned2": [me]}}
         self.assertEqual(bench.time_to_savings(ag, 0.9 * 12 * gib * bench.PAGE), 30.0)
+        self.assertEqual(bench.time_to_savings(ag, 0.9 * 12 * gib * bench.PAGE, from_start=True), 40.0)
         v = verdicts(res)
-        self.assertEqual(v["S6 time to 90% of aggressive's savings <= 1.25x aggressive's"], "FAIL")  # 40 s vs 37.5
+        self.assertEqual(v["S6 time to 90% of aggressive's savings <= 1.25x aggressive's, from the scenario's start"], "FAIL")  # 55 s vs 50
         self.assertEqual(v["S6 ksmd CPU over merge + 60 s tail <= 0.6x aggressive's"], "PASS")      # 50 <= 60
         self.assertEqual(v["S6 in maintenance within CpuBudget= by the tail's end"], "PASS")         # 7.3% <= 10%
         self.assertEqual(v["S6 merge faster than defaults"], "PASS")
@@ -139,14 +141,20 @@ class Targets(unittest.TestCase):
         me["ksmd_cpu_s"] = 61.0
         me["tail_cpu_by_phase"] = {"maintain": [7.0, 55.0]}  # 12.7% of a core
         v = verdicts(res)
-        self.assertEqual(v["S6 time to 90% of aggressive's savings <= 1.25x aggressive's"], "PASS")  # 35 s
+        self.assertEqual(v["S6 time to 90% of aggressive's savings <= 1.25x aggressive's, from the scenario's start"], "PASS")  # 45 s vs 50
+        # aggressive's workloads were ready later (its ksmd took their CPU):
+        # from readiness 35 s against 20 s would fail, from the start it is
+        # the same 45 s against 40 s
+        ag["ready_s"] = 20.0
+        self.assertEqual(bench.time_to_savings(ag, 0.9 * 12 * gib * bench.PAGE), 20.0)
+        self.assertEqual(verdicts(res)["S6 time to 90% of aggressive's savings <= 1.25x aggressive's, from the scenario's start"], "PASS")
         self.assertEqual(v["S6 ksmd CPU over merge + 60 s tail <= 0.6x aggressive's"], "FAIL")
         self.assertEqual(v["S6 in maintenance within CpuBudget= by the tail's end"], "FAIL")
         me.update(final_phase="decay", tail_cpu_by_phase={"maintain": [1.0, 20.0], "decay": [10.0, 40.0]})
         self.assertEqual(verdicts(res)["S6 in maintenance within CpuBudget= by the tail's end"], "FAIL")
         # never reaching 90% is slower than anything
         me["sharing_series"] = [(10.0, 0), (60.0, 10 * gib)]
-        self.assertEqual(verdicts(res)["S6 time to 90% of aggressive's savings <= 1.25x aggressive's"], "FAIL")
+        self.assertEqual(verdicts(res)["S6 time to 90% of aggressive's savings <= 1.25x aggressive's, from the scenario's start"], "FAIL")
 
     def test_scaling_table(self):
         def sized(scn_gib, merge_s, cpu_s, **extra):
