@@ -98,8 +98,9 @@ typedef struct Model {
         int64_t last_scan_gain_pages;   /* sharing gained by the full scan(s) that ended last */
         /* A full scan "settled" when it ended with fewer than min_gain_pages
          * volatile pages, met no new memory, and nothing new was announced
-         * (ksm_enter, the process table) since the end of the scan before
-         * it: then every page ksmd knows had its second look with an
+         * since it began (unmet memory in the process table) or since the
+         * end of the scan before it (ksm_enter: the mm is put behind
+         * ksmd's cursor): then every page ksmd knows had its second look with an
          * unchanged checksum, every duplicate among them met in this pass's
          * trees, and another pass can only find what changes later. A page
          * smart_scan skips leaves the unstable tree and reads as volatile
@@ -108,8 +109,10 @@ typedef struct Model {
          * the pass are allowed on top. */
         bool last_scan_settled;
         uint64_t settled_usec;          /* when a settled scan was last seen, 0 never */
-        uint64_t news;                  /* ksm_enter events and mergeable notes, ever */
+        uint64_t news;                  /* ksm_enter events, ever */
         uint64_t news_at_scan_end[2];   /* news when the latest two full scans were seen ending */
+        uint64_t unmet_news;            /* model_note_unmet() growths, ever */
+        uint64_t unmet_news_at_scan_end; /* unmet_news when the latest full scan was seen ending */
         uint64_t min_gain_pages;        /* below this a scan "found nothing" (noise) */
 
         /* newly mergeable memory */
@@ -174,9 +177,6 @@ void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm
  * two full scans that find nothing (its rmap items going away) are not
  * barren ones. */
 void model_note_exclusion(Model *m);
-/* Mergeable memory the process table saw appear (new or newly enabled
- * processes), in pages. */
-void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages);
 
 /* The estimate of mergeable memory ksmd has not met yet, in pages, from
  * the process table (process_unmet_pages summed): growth above its

@@ -169,19 +169,34 @@ void model_update(Model *m, const Snapshot *s) {
         if (t.full_scans > 0) {
                 int64_t floor = (int64_t) model_gain_floor(m, m->min_gain_pages);
                 bool paid = m->scan_sharing_gain >= floor || m->scan_rmap_gain >= floor;
-                /* News are compared with the scan end before the previous
-                 * one: a scan end is seen only at the next tick, and an mm
-                 * entering KSM is put behind ksmd's cursor, so an mm that
-                 * entered during the pass that just ended is met only at the
-                 * end of the next one (mm/ksm.c __ksm_enter), and its rmap
-                 * growth cannot have shown yet. */
+                /* Unmet memory was noted while this pass ran: the pass
+                 * began before it (after a start or restart, ksmd's pass
+                 * in progress; the daemon saw only its end), so it says
+                 * nothing about that memory either way. Seen in S4
+                 * restarted mid-merge: that pass counted as barren and
+                 * halved ksmd's rate for 3 s of the merge. */
+                bool before_unmet = m->unmet_news != m->unmet_news_at_scan_end;
+                /* ksm_enter events are compared with the scan end before
+                 * the previous one: a scan end is seen only at the next
+                 * tick, an event at once, and an mm entering KSM is put
+                 * behind ksmd's cursor, so an mm that entered during the
+                 * pass that just ended is met only at the end of the next
+                 * one (mm/ksm.c __ksm_enter), and its rmap growth cannot
+                 * have shown yet. Unmet memory is noted in the tick, after
+                 * the scan ends it saw, and lies in mms ksmd already walks:
+                 * the pass after the note's meets it, so the previous scan
+                 * end is enough. Measured in S4 started late (1.5 GiB
+                 * found at start): the second lag cost one more pass over
+                 * all of it after the merge, ~1.1 s of ksmd. */
                 m->last_scan_settled = m->news == m->news_at_scan_end[0] &&
+                                       !before_unmet &&
                                        m->pages_volatile < m->min_gain_pages + m->scan_skipped &&
                                        m->scan_rmap_gain < (int64_t) m->min_gain_pages;
                 if (m->last_scan_settled)
                         m->settled_usec = s->time_usec;
                 m->news_at_scan_end[0] = m->news_at_scan_end[1];
                 m->news_at_scan_end[1] = m->news;
+                m->unmet_news_at_scan_end = m->unmet_news;
                 m->last_scan_gain_pages = m->scan_sharing_gain;
                 /* On a trylock kernel (seed 000) ksmd skips the pages of an
                  * mm whose lock is contended and retries them only in a
@@ -211,7 +226,7 @@ void model_update(Model *m, const Snapshot *s) {
                 if (paid) {
                         m->scans_without_gain = 0;
                         m->last_gain_usec = s->time_usec;
-                } else if (!pending && !excluded)
+                } else if (!pending && !excluded && !before_unmet)
                         m->scans_without_gain += t.full_scans;
                 m->last_scan_skipped = m->scan_skipped;
                 m->scan_sharing_gain = 0;
@@ -234,16 +249,6 @@ void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm
         m->scans_without_gain = 0;
 }
 
-void model_note_mergeable(Model *m, uint64_t now_usec, uint64_t pages) {
-        if (pages == 0)
-                return;
-        m->new_mergeable_total += pages;
-        m->new_mergeable_usec = now_usec;
-        m->scans_without_gain = 0;
-        m->news++;
-        m->last_scan_settled = false;
-}
-
 void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_new_pages) {
         if (!m->unmet_known) {
                 pages += m->pages_volatile;
@@ -259,7 +264,7 @@ void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_
         m->unmet_usec = now_usec;
         /* ksmd has not been there yet: the scans so far say nothing about it */
         m->scans_without_gain = 0;
-        m->news++;
+        m->unmet_news++;
         m->last_scan_settled = false;
 }
 

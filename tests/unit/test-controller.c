@@ -921,6 +921,33 @@ static void test_unmet_memory_bursts(void **state) {
         sim_step(&x, 5 * SEC, 100, 0, 0, 0, 100000);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
 
+        /* Memory found unmet lies in mms ksmd walks already: the pass
+         * after the note meets it, the one after that merges it and, with
+         * nothing left volatile, ends the burst at once. An mm that entered
+         * KSM is put behind ksmd's cursor: there the same two passes
+         * settle nothing, a third does. */
+        for (int enter = 0; enter < 2; enter++) {
+                sim_init(&x);
+                if (enter)
+                        model_note_ksm_enter(&x.m, x.s.time_usec, 42, "victim");
+                else
+                        model_note_unmet(&x.m, x.s.time_usec, 8217, x.cfg.burst_min_new_pages);
+                sim_step(&x, 5 * MS, 0, 0, 0, 0, 0);
+                assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+                sim_step(&x, 250 * MS, 8192, 1, 0, 8192, 20 * 1000 * 1000);
+                if (!enter)
+                        model_note_unmet(&x.m, x.s.time_usec, 25, x.cfg.burst_min_new_pages);
+                sim_step(&x, 250 * MS, 8192, 1, 6144, 0, 40 * 1000 * 1000);
+                if (!enter) {
+                        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+                        assert_true(decided(&x, "backing off: the last full scan left 0 B volatile"));
+                        continue;
+                }
+                assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+                sim_step(&x, 250 * MS, 8192, 1, 0, 0, 10 * 1000 * 1000);
+                assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        }
+
         /* SIGKILLed mid-merge and restarted: ksmd met every page once
          * (rmap items = RSS, nothing unmet in the process table) but merged
          * none; the fresh instance counts those volatile pages as new. */
@@ -933,6 +960,15 @@ static void test_unmet_memory_bursts(void **state) {
         sim_step(&x, 5 * MS, 0, 0, 0, 0, 0);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
         assert_true(decided(&x, "burst: 32.0 MiB mergeable that ksmd has not met yet"));
+        /* the pass ksmd was in when the daemon started ends without gain:
+         * it began before the note, so it is not a barren one (no decay),
+         * nor a settled one; the next pass merges */
+        sim_step(&x, 250 * MS, 4000, 1, 0, 0, 10 * 1000 * 1000);
+        assert_int_equal(x.m.scans_without_gain, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        sim_step(&x, 250 * MS, 8192, 1, 6144, 0, 40 * 1000 * 1000);
+        assert_int_equal(x.m.pages_sharing, 6144);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
 }
 
 /* Recorded on this machine (6.18, 2 cores) with the daemon's debug log:
