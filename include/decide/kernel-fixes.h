@@ -254,12 +254,12 @@ typedef struct SmartScanWorkaround {
 
 /* Whether the workaround wants smart_scan=0 now. Inputs: the state of fix
  * 004, whether smart_scan is on (as the kernel reads it, and not by
- * someone else's choice), the full scans without gain, whether smart scan
+ * someone else's choice), the full scans that found nothing (scans_without_find), whether smart scan
  * skipped pages in them, whether memory that is not shared remains
  * (pages_unshared + pages_volatile > 0), the counters now. Ends itself after
  * two full scans (the one it started in, then a whole one), and then calls
  * kernel_fixes_note_workaround_scan(). */
 bool smart_scan_workaround_step(SmartScanWorkaround *w, KernelFixes *k, bool smart_scan_on,
-                                uint64_t scans_without_gain, bool skipped_pages, bool unshared_left,
+                                uint64_t scans_without_find, bool skipped_pages, bool unshared_left,
                                 uint64_t full_scans, int64_t pages_sharing, uint64_t ksmd_cpu_nsec,
                                 uint64_t now_usec);

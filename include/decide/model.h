@@ -93,8 +93,14 @@ typedef struct Model {
         int64_t scan_sharing_gain;      /* sharing gained since the last full scan ended */
         int64_t scan_rmap_gain;         /* rmap items gained since then */
         uint64_t scan_skipped;          /* pages smart_scan skipped since then */
-        uint64_t scans_without_gain;    /* consecutive full scans without new sharing or new memory */
-        uint64_t last_gain_usec;        /* when a full scan last paid */
+        /* consecutive full scans that did not pay a burst's round: new
+         * sharing under model_gain_floor() and no new memory met */
+        uint64_t scans_without_gain;
+        /* consecutive full scans that found nothing above MinGainPages=, and
+         * when one last did: "still merging", for idle and the smart-scan
+         * workaround, whatever the set's size */
+        uint64_t scans_without_find;
+        uint64_t last_gain_usec;
         int64_t last_scan_gain_pages;   /* sharing gained by the full scan(s) that ended last */
         /* A full scan "settled" when it ended with fewer than min_gain_pages
          * volatile pages, met no new memory, and nothing new was announced
@@ -111,8 +117,8 @@ typedef struct Model {
         uint64_t settled_usec;          /* when a settled scan was last seen, 0 never */
         uint64_t news;                  /* ksm_enter events, ever */
         uint64_t news_at_scan_end[2];   /* news when the latest two full scans were seen ending */
-        uint64_t unmet_news;            /* model_note_unmet() growths, ever */
-        uint64_t unmet_news_at_scan_end; /* unmet_news when the latest full scan was seen ending */
+        uint64_t unmet_notes;           /* model_note_unmet() growths, ever */
+        uint64_t unmet_notes_at_scan_end; /* unmet_notes when the latest full scan was seen ending */
         uint64_t min_gain_pages;        /* below this a scan "found nothing" (noise) */
 
         /* newly mergeable memory */
@@ -160,11 +166,13 @@ typedef struct Model {
 
 void model_init(Model *m, uint64_t page_size, uint64_t min_gain_pages);
 
-/* What a full scan must gain to pay, and what new memory must amount to
- * before it starts a burst: the floor given (MinGainPages=,
- * BurstMinNewPages=), or 1/MODEL_GAIN_SHARE of the pages ksmd tracks when
- * that is more. A burst's every round is a full scan of all of them, so
- * what makes one worth it grows with them. */
+/* What a full scan's new sharing must amount to for it to pay a burst's
+ * round, and what new memory must amount to before it starts a burst: the
+ * floor given (MinGainPages=, BurstMinNewPages=), or 1/MODEL_GAIN_SHARE of
+ * the pages ksmd tracks when that is more. A burst's every round is a full
+ * scan of all of them, so what makes one worth it grows with them. Only the
+ * burst's decisions use it: idle and the smart-scan workaround ask whether a
+ * scan found anything at all (scans_without_find). */
 #define MODEL_GAIN_SHARE 128
 uint64_t model_gain_floor(const Model *m, uint64_t floor_pages);
 

@@ -292,10 +292,6 @@ static void contender_facts(Tuner *t, ModelContender *x) {
                 }
 }
 
-static bool ksmd_cpu_nsec(Tuner *t, uint64_t *ret) {
-        return ksmd_read_cpu_nsec(t->root, t->ksmd_pid, ret) >= 0;
-}
-
 /* Logs what switching the window events cost since tracer_switch_nsec()
  * said ns0 (each switch patches kernel text: tracefs.c). */
 static void log_switch_cost(Tuner *t, const char *how, unsigned switches0, uint64_t ns0) {
@@ -331,7 +327,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
 
         (void) tracer_window_stop(t->tracer);
         uint64_t cpu = 0;
-        bool cpu_ok = t->window_ksmd_cpu_ok && ksmd_cpu_nsec(t, &cpu);
+        bool cpu_ok = t->window_ksmd_cpu_ok && ksmd_read_cpu_nsec(t->root, t->ksmd_pid, &cpu) >= 0;
         r = tracer_read_window(t->tracer, WINDOW_READ_BUDGET, on_window_event, t);
         if (r >= (int) WINDOW_READ_BUDGET)
                 t->window.truncated = true;
@@ -461,7 +457,7 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         }
         contention_window_set_vma_probe(&t->window, tracer_window_vma_probe_armed(t->tracer));
         t->window_start_usec = now_usec(CLOCK_MONOTONIC);
-        t->window_ksmd_cpu_ok = ksmd_cpu_nsec(t, &t->window_ksmd_cpu_before);
+        t->window_ksmd_cpu_ok = ksmd_read_cpu_nsec(t->root, t->ksmd_pid, &t->window_ksmd_cpu_before) >= 0;
         /* As of now, not of the snapshot: the pages ksmd scanned since the
          * tick began have no events in the window (a TCG guest showed
          * 1425 pages "scanned" by a window with none of ksmd's locks). */
@@ -569,7 +565,7 @@ static void smart_scan_step(Tuner *t, const Snapshot *s, DecisionLog *log, Plan 
 
         if (!ksm_state_has(&s->ksm, KSM_SMART_SCAN))
                 return;
-        bool now = smart_scan_workaround_step(&t->smart_scan, &t->model.fixes, m->smart_scan, m->scans_without_gain,
+        bool now = smart_scan_workaround_step(&t->smart_scan, &t->model.fixes, m->smart_scan, m->scans_without_find,
                                               m->last_scan_skipped > 0, m->pages_unshared + m->pages_volatile > 0,
                                               m->full_scans, (int64_t) m->pages_sharing,
                                               s->ksmd_present ? s->ksmd.cpu_ns : 0, s->time_usec);
@@ -651,11 +647,11 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         if (tick)
                 log_debug("tick: %s scanned %" PRIu64 " full_scans +%" PRIu64 " sharing %+" PRIi64 " rmap %+" PRIi64
                           " (%" PRIu64 " items, %" PRIu64 " volatile) cpu %.1f ms (%.0f ns/page) blocked %.0f%% scans_without_gain %" PRIu64
-                          " allowance %.2f s",
+                          " without_find %" PRIu64 " allowance %.2f s",
                           tune_mode_to_string(t->controller.mode), tick->scanned_pages, tick->full_scans,
                           tick->sharing_delta, tick->rmap_delta, t->model.rmap_items, t->model.pages_volatile,
                           (double) tick->ksmd_cpu_nsec / 1e6, model_cpu_nsec_per_page(&t->model),
-                          tick->blocked_fraction * 100.0, t->model.scans_without_gain,
+                          tick->blocked_fraction * 100.0, t->model.scans_without_gain, t->model.scans_without_find,
                           t->controller.allowance_nsec / 1e9);
         r = controller_decide(&t->controller, &t->model, cfg, s->time_usec, plan, &d);
         if (r < 0)

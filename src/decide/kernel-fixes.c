@@ -380,7 +380,7 @@ uint64_t unmerge_next_chunk_pages(uint64_t chunk_pages, uint64_t held_usec, uint
 /* ---- 004 ---- */
 
 bool smart_scan_workaround_step(SmartScanWorkaround *w, KernelFixes *k, bool smart_scan_on,
-                                uint64_t scans_without_gain, bool skipped_pages, bool unshared_left,
+                                uint64_t scans_without_find, bool skipped_pages, bool unshared_left,
                                 uint64_t full_scans, int64_t pages_sharing, uint64_t ksmd_cpu_nsec,
                                 uint64_t now_usec) {
         if (w->active) {
@@ -397,14 +397,14 @@ bool smart_scan_workaround_step(SmartScanWorkaround *w, KernelFixes *k, bool sma
         }
         if (k->fix[KERNEL_FIX_SMART_SCAN].state == FIX_YES || !smart_scan_on)
                 return false;
-        if (scans_without_gain < SMART_SCAN_WORKAROUND_STALLED_SCANS || !skipped_pages || !unshared_left)
+        if (scans_without_find < SMART_SCAN_WORKAROUND_STALLED_SCANS || !skipped_pages || !unshared_left)
                 return false;
         if (w->last_usec != 0 && now_usec - w->last_usec < SMART_SCAN_WORKAROUND_MIN_GAP_USEC)
                 return false;
         *w = (SmartScanWorkaround) {
                 .active = true,
                 .full_scans_at_start = full_scans,
-                .stalled_scans = scans_without_gain,
+                .stalled_scans = scans_without_find,
                 .sharing_at_start = pages_sharing,
                 .last_usec = w->last_usec,
                 .count = w->count,

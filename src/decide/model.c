@@ -167,15 +167,28 @@ void model_update(Model *m, const Snapshot *s) {
         m->scan_rmap_gain += t.rmap_delta;
         m->scan_skipped += t.skipped_pages;
         if (t.full_scans > 0) {
+                /* Two judgements of the scan. "found": it gained anything
+                 * above noise (MinGainPages=): what idle and the smart-scan
+                 * workaround ask, since on a 16 GiB set a maintenance scan
+                 * that finds 100 MiB is still merging. "paid": it was worth a
+                 * burst's round, a full scan of everything ksmd tracks: new
+                 * sharing above the floor that grows with the set
+                 * (model_gain_floor), or memory met that it had not seen.
+                 * That pass cannot show its gain yet, and a small process
+                 * entering a large set gives little, so memory met pays at
+                 * the absolute floor: else its burst could end with its
+                 * pages met once and none merged. */
+                int64_t abs_floor = (int64_t) m->min_gain_pages;
                 int64_t floor = (int64_t) model_gain_floor(m, m->min_gain_pages);
-                bool paid = m->scan_sharing_gain >= floor || m->scan_rmap_gain >= floor;
+                bool found = m->scan_sharing_gain >= abs_floor || m->scan_rmap_gain >= abs_floor;
+                bool paid = m->scan_sharing_gain >= floor || m->scan_rmap_gain >= abs_floor;
                 /* Unmet memory was noted while this pass ran: the pass
                  * began before it (after a start or restart, ksmd's pass
                  * in progress; the daemon saw only its end), so it says
                  * nothing about that memory either way. Seen in S4
                  * restarted mid-merge: that pass counted as barren and
                  * halved ksmd's rate for 3 s of the merge. */
-                bool before_unmet = m->unmet_news != m->unmet_news_at_scan_end;
+                bool before_unmet = m->unmet_notes != m->unmet_notes_at_scan_end;
                 /* ksm_enter events are compared with the scan end before
                  * the previous one: a scan end is seen only at the next
                  * tick, an event at once, and an mm entering KSM is put
@@ -187,7 +200,15 @@ void model_update(Model *m, const Snapshot *s) {
                  * the pass after the note's meets it, so the previous scan
                  * end is enough. Measured in S4 started late (1.5 GiB
                  * found at start): the second lag cost one more pass over
-                 * all of it after the merge, ~1.1 s of ksmd. */
+                 * all of it after the merge, ~1.1 s of ksmd.
+                 *
+                 * A race of milliseconds is left: the estimate is read in
+                 * discovery_tick(), after the tick's snapshot, so a scan can
+                 * end between the two and memory appear after that end. The
+                 * end seen next tick then passed before the memory, and this
+                 * can call the pass after it settled one pass early. The
+                 * burst ends then and maintenance meets the memory in its
+                 * next scan: a slower merge of that memory, nothing lost. */
                 m->last_scan_settled = m->news == m->news_at_scan_end[0] &&
                                        !before_unmet &&
                                        m->pages_volatile < m->min_gain_pages + m->scan_skipped &&
@@ -196,7 +217,7 @@ void model_update(Model *m, const Snapshot *s) {
                         m->settled_usec = s->time_usec;
                 m->news_at_scan_end[0] = m->news_at_scan_end[1];
                 m->news_at_scan_end[1] = m->news;
-                m->unmet_news_at_scan_end = m->unmet_news;
+                m->unmet_notes_at_scan_end = m->unmet_notes;
                 m->last_scan_gain_pages = m->scan_sharing_gain;
                 /* On a trylock kernel (seed 000) ksmd skips the pages of an
                  * mm whose lock is contended and retries them only in a
@@ -223,11 +244,18 @@ void model_update(Model *m, const Snapshot *s) {
                 } else if (paid || m->pending_skips == 0)
                         m->pending_scans = 0;
                 m->pending_skips = 0;
-                if (paid) {
+                /* paid implies found: pending and excluded (both !paid)
+                 * hold for either count */
+                bool counts = !pending && !excluded && !before_unmet;
+                if (paid)
                         m->scans_without_gain = 0;
-                        m->last_gain_usec = s->time_usec;
-                } else if (!pending && !excluded && !before_unmet)
+                else if (counts)
                         m->scans_without_gain += t.full_scans;
+                if (found) {
+                        m->scans_without_find = 0;
+                        m->last_gain_usec = s->time_usec;
+                } else if (counts)
+                        m->scans_without_find += t.full_scans;
                 m->last_scan_skipped = m->scan_skipped;
                 m->scan_sharing_gain = 0;
                 m->scan_rmap_gain = 0;
@@ -247,6 +275,7 @@ void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm
         /* The new mm has not been scanned yet: the scans so far say nothing
          * about it. */
         m->scans_without_gain = 0;
+        m->scans_without_find = 0;
 }
 
 void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_new_pages) {
@@ -264,7 +293,8 @@ void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_
         m->unmet_usec = now_usec;
         /* ksmd has not been there yet: the scans so far say nothing about it */
         m->scans_without_gain = 0;
-        m->unmet_news++;
+        m->scans_without_find = 0;
+        m->unmet_notes++;
         m->last_scan_settled = false;
 }
 

@@ -387,8 +387,13 @@ static void test_gain_floor_scales_with_set(void **state) {
         assert_true(decided(&x, "backing off: 2 full scans without new sharing"));
 
         /* a maintenance scan that finds 1000 pages (0.6%) after the
-         * cooldown: not worth two full scans at burst rate; 2406 (1.4%) is */
-        sim_step(&x, 31 * SEC, 174000, 1, 1000, 0, 200 * 1000 * 1000);
+         * cooldown: not worth two full scans at burst rate; 2406 (1.4%) is.
+         * It also met 100 pages of new memory, which pays the scan (memory
+         * met pays at MinGainPages=) but is under BurstMinNewPages=: the
+         * controller's own floor on the scan's sharing turns it down. */
+        sim_step(&x, 31 * SEC, 174000, 1, 1000, 100, 200 * 1000 * 1000);
+        assert_int_equal(x.m.scans_without_gain, 0);
+        assert_int_equal(x.m.last_gain_usec, x.s.time_usec);
         assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
         sim_step(&x, 5 * SEC, 174000, 1, 2406, 0, 200 * 1000 * 1000);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
@@ -404,6 +409,52 @@ static void test_gain_floor_scales_with_set(void **state) {
         sim_step(&x, 250 * MS, 8192, 1, 253, 0, 10 * 1000 * 1000);
         assert_int_equal(x.m.scans_without_gain, 0);
         assert_true(tune_mode_is_burst(x.c.mode));
+}
+
+/* The floor that grows with the set is for the burst's decisions only. On a
+ * large set, maintenance scans that each find 2 MiB do not pay a burst's
+ * round, but they are still finding: the host does not go idle after
+ * IdleAfter=, and the smart-scan workaround (scans_without_find) does not
+ * count them as stalled. And a small process entering a large set: the pass
+ * that meets its 500 pages pays (memory met pays at MinGainPages=), so the
+ * burst lasts until they have merged. */
+static void test_gain_floor_only_for_bursts(void **state) {
+        Sim x;
+
+        sim_init(&x);
+        x.churning = 20000;
+        model_note_ksm_enter(&x.m, x.s.time_usec, 700, "qemu");
+        sim_step(&x, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 174000, 1, 60000, 0, 200 * 1000 * 1000);
+        for (int i = 0; i < 4 && x.c.mode != TUNE_MODE_MAINTAIN; i++)
+                sim_step(&x, 250 * MS, 174000, 1, 0, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        /* a maintenance scan a minute for 20 minutes, 512 pages each */
+        for (int i = 0; i < 20; i++) {
+                sim_step(&x, 60 * SEC, 174000, 1, 512, 0, 200 * 1000 * 1000);
+                assert_int_equal(x.m.scans_without_find, 0);
+        }
+        assert_true(x.m.scans_without_gain >= 20);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        assert_false(decided(&x, "idle:"));
+        /* then nothing for IdleAfter=: idle */
+        for (int i = 0; i < 11 && x.c.mode != TUNE_MODE_IDLE; i++)
+                sim_step(&x, 60 * SEC, 174000, 1, 0, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_IDLE);
+        assert_true(x.m.scans_without_find >= 10);
+
+        /* a 2 MiB process enters: the first pass to end may not have met
+         * it (it is put behind ksmd's cursor), the next meets it, the one
+         * after merges it; only then the burst decays */
+        model_note_ksm_enter(&x.m, x.s.time_usec, 701, "small");
+        sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        sim_step(&x, 250 * MS, 174000, 1, 0, 0, 200 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 174500, 1, 0, 500, 200 * 1000 * 1000);
+        assert_int_equal(x.m.scans_without_gain, 0);
+        sim_step(&x, 250 * MS, 174500, 1, 400, 0, 200 * 1000 * 1000);
+        assert_true(tune_mode_is_burst(x.c.mode));
+        assert_int_equal(x.m.pages_sharing, 60000 + 20 * 512 + 400);
 }
 
 static void test_scan_longer_than_maintenance(void **state) {
@@ -921,11 +972,12 @@ static void test_unmet_memory_bursts(void **state) {
         sim_step(&x, 5 * SEC, 100, 0, 0, 0, 100000);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
 
-        /* Memory found unmet lies in mms ksmd walks already: the pass
-         * after the note meets it, the one after that merges it and, with
-         * nothing left volatile, ends the burst at once. An mm that entered
-         * KSM is put behind ksmd's cursor: there the same two passes
-         * settle nothing, a third does. */
+        /* Memory found unmet lies in mms ksmd walks already: the first
+         * pass to end after the note has met it (its rmap growth), the next
+         * merges it and, with nothing left volatile, ends the burst at
+         * once. After a ksm_enter the first pass to end may not have met
+         * the mm (it is put behind ksmd's cursor), so the same two passes
+         * settle nothing there, and a third does. */
         for (int enter = 0; enter < 2; enter++) {
                 sim_init(&x);
                 if (enter)
@@ -969,6 +1021,29 @@ static void test_unmet_memory_bursts(void **state) {
         sim_step(&x, 250 * MS, 8192, 1, 6144, 0, 40 * 1000 * 1000);
         assert_int_equal(x.m.pages_sharing, 6144);
         assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+
+        /* On a large set the note takes the set's floor, as the tuner
+         * passes it: 1100 pages unmet beside 174k tracked (floor 1359)
+         * start nothing, 2100 do. */
+        sim_init(&x);
+        model_note_ksm_enter(&x.m, x.s.time_usec, 700, "qemu");
+        sim_step(&x, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
+        sim_step(&x, 250 * MS, 174000, 1, 60000, 0, 200 * 1000 * 1000);
+        for (int i = 0; i < 4 && x.c.mode != TUNE_MODE_MAINTAIN; i++)
+                sim_step(&x, 250 * MS, 174000, 1, 0, 0, 200 * 1000 * 1000);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        assert_int_equal(x.m.pages_volatile, 0);
+        uint64_t floor = model_gain_floor(&x.m, x.cfg.burst_min_new_pages);
+        assert_int_equal(floor, 174000 / 128);
+        model_note_unmet(&x.m, x.s.time_usec, 100, floor);
+        sim_step(&x, 5 * SEC, 100, 0, 0, 0, 100000);
+        model_note_unmet(&x.m, x.s.time_usec, 1100, floor);
+        sim_step(&x, 5 * SEC, 100, 0, 0, 0, 100000);
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        model_note_unmet(&x.m, x.s.time_usec, 2100, floor);
+        sim_step(&x, 5 * SEC, 100, 0, 0, 0, 100000);
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+        assert_true(decided(&x, "burst: 8.2 MiB mergeable that ksmd has not met yet"));
 }
 
 /* Recorded on this machine (6.18, 2 cores) with the daemon's debug log:
@@ -1012,6 +1087,7 @@ int main(void) {
                 cmocka_unit_test(test_scan_longer_than_maintenance),
                 cmocka_unit_test(test_exclusion_scans_not_barren),
                 cmocka_unit_test(test_gain_floor_scales_with_set),
+                cmocka_unit_test(test_gain_floor_only_for_bursts),
                 cmocka_unit_test(test_throttle_release_restores_burst),
                 cmocka_unit_test(test_burst_borrows_for_large_memory),
                 cmocka_unit_test(test_no_flapping_under_noise),
