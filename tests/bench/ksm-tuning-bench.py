@@ -2051,17 +2051,23 @@ def evaluate_targets(results):
         # point of its own merge. Measured on 6.18: aggressive's workloads
         # were ready 4.4 s later than ksmtuned2's; from readiness the 90%
         # took 0.54 s against 7.44 s, from the start 74.5 s against 77.0 s.
-        # Both are printed; the first is the target.
+        # Neither clock is fair alone: the shared creation is in both
+        # readings from the start (so 1.25x allows ~18 s of lag), and
+        # aggressive merges during the creation at full speed (so from
+        # readiness it has little left). Both are verdicts.
         goal = 0.9 * metric(ag, lambda r: r["saved_bytes"])
         tm = metric(me, lambda r: time_to_savings(r, goal, from_start=True))
         ta = metric(ag, lambda r: time_to_savings(r, goal, from_start=True))
         rm = metric(me, lambda r: time_to_savings(r, goal))
         ra = metric(ag, lambda r: time_to_savings(r, goal))
+        ready = (f"ready at {fmt_s(metric(me, lambda r: r.get('ready_s')))} vs "
+                 f"{fmt_s(metric(ag, lambda r: r.get('ready_s')))}")
         verdict("S6 time to 90% of aggressive's savings <= 1.25x aggressive's, from the scenario's start",
                 tm <= 1.25 * ta if ta != INF else None,
-                f"{fmt_s(tm)} vs {fmt_s(ta)} (bound {fmt_s(1.25 * ta)}; 90% = {goal / GIB:.2f} GiB; from the "
-                f"workloads' readiness {fmt_s(rm)} vs {fmt_s(ra)}, ready at "
-                f"{fmt_s(metric(me, lambda r: r.get('ready_s')))} vs {fmt_s(metric(ag, lambda r: r.get('ready_s')))})")
+                f"{fmt_s(tm)} vs {fmt_s(ta)} (bound {fmt_s(1.25 * ta)}; 90% = {goal / GIB:.2f} GiB; {ready})")
+        verdict("S6 time to 90% of aggressive's savings <= 1.25x aggressive's, from each peer's readiness",
+                rm <= 1.25 * ra if ra != INF else None,
+                f"{fmt_s(rm)} vs {fmt_s(ra)} (bound {fmt_s(1.25 * ra)}; {ready})")
         cm, ca = metric(me, lambda r: r["ksmd_cpu_s"]), metric(ag, lambda r: r["ksmd_cpu_s"])
         tail = max(r.get("tail_s") or 0 for r in me)
         verdict(f"S6 ksmd CPU over merge + {tail:.0f} s tail <= 0.6x aggressive's",
