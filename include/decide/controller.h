@@ -21,17 +21,20 @@
  *   burst     new mergeable memory (an mm entered KSM, ksmd's rmap items
  *             grew, or the process table holds anonymous memory of
  *             processes in KSM that ksmd has not met: found at start, after
- *             a restart or a pause, or added to an mm already in KSM) or a maintenance scan that found new
- *             sharing: scan at BurstCpu of a core, from a CPU allowance
- *             (BurstAllowance) refilled at the CPU budget;
- *   decay     each full scan without new sharing halves the burst rate;
- *             one that finds some restores it; after BackoffFullScans in a
+ *             a restart or a pause, or added to an mm already in KSM) or a
+ *             maintenance scan that found new sharing, each at least
+ *             model_gain_floor(): scan at BurstCpu of a core, from a CPU
+ *             allowance (BurstAllowance) refilled at the CPU budget;
+ *   decay     each full scan that does not pay (new sharing under
+ *             model_gain_floor(), no memory met: model.h) halves the burst
+ *             rate; one that pays restores it; after BackoffFullScans in a
  *             row the burst ends ("backing off") and the controller goes to
  *   maintain  one full scan per MaintenanceScanTime (shorter under memory
  *             pressure), never above the CPU budget;
- *   idle      IdleAfter without new sharing, and two full scans ended in
- *             maintenance: the slowest rate, or run=0 (IdleMode=stop),
- *             which keeps merged pages merged.
+ *   idle      IdleAfter without a scan that found over MinGainPages, and
+ *             two full scans ended in maintenance: the slowest rate, or
+ *             run=0 (IdleMode=stop), which keeps merged pages merged; a
+ *             slow scan that finds some goes back to maintenance.
  *
  * Rate limits: a rate is turned into pages_to_scan/sleep_millisecs from the
  * measured ksmd CPU per page; the knobs change only when the rate moves by

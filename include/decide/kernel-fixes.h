@@ -254,9 +254,10 @@ typedef struct SmartScanWorkaround {
 
 /* Whether the workaround wants smart_scan=0 now. Inputs: the state of fix
  * 004, whether smart_scan is on (as the kernel reads it, and not by
- * someone else's choice), the full scans that found nothing (scans_without_find), whether smart scan
- * skipped pages in them, whether memory that is not shared remains
- * (pages_unshared + pages_volatile > 0), the counters now. Ends itself after
+ * someone else's choice), the full scans that found nothing
+ * (scans_without_find), whether smart scan skipped pages in them, whether
+ * memory that is not shared remains (pages_unshared + pages_volatile > 0),
+ * the counters now. Ends itself after
  * two full scans (the one it started in, then a whole one), and then calls
  * kernel_fixes_note_workaround_scan(). */
 bool smart_scan_workaround_step(SmartScanWorkaround *w, KernelFixes *k, bool smart_scan_on,

@@ -102,6 +102,7 @@ typedef struct Model {
         uint64_t scans_without_find;
         uint64_t last_gain_usec;
         int64_t last_scan_gain_pages;   /* sharing gained by the full scan(s) that ended last */
+        int64_t last_scan_rmap_gain;    /* rmap items gained by them */
         /* A full scan "settled" when it ended with fewer than min_gain_pages
          * volatile pages, met no new memory, and nothing new was announced
          * since it began (unmet memory in the process table) or since the
@@ -155,6 +156,10 @@ typedef struct Model {
          * excluded process's rmap items as it meets them, which cancels the
          * growth of memory met meanwhile in the net figure a scan is paid by */
         uint64_t exclusion_scans;
+        /* full scans still to end that may meet memory announced by
+         * ksm_enter (3) or found unmet (2): memory met pays a burst's
+         * round at MinGainPages= in them, at model_gain_floor() outside */
+        uint64_t meet_scans;
         KsmLockCore lock_core;
         uint64_t window_usec;           /* when the latest window ended, 0 never */
         uint64_t window_full_scans;     /* full_scans as of then */

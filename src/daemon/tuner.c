@@ -632,7 +632,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
          * without new sharing" with the newcomer unmerged. */
         if (t->departed_rmap >= t->model.min_gain_pages) {
                 log_debug("a process in KSM with %" PRIu64 " rmap items went away: the next two full scans that "
-                          "find nothing are not barren", t->departed_rmap);
+                          "do not pay are not barren", t->departed_rmap);
                 model_note_exclusion(&t->model);
         }
         t->departed_rmap = 0;

@@ -505,6 +505,14 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                          * reason says it. */
                         set_decay_step(c, m, cfg);
         }
+        /* A slow scan that found something (over MinGainPages=, under the
+         * burst's floor): the host is not idle, back to maintenance. */
+        if (c->mode == TUNE_MODE_IDLE && m->scans_without_find == 0 && m->last_gain_usec > c->mode_since_usec) {
+                because(c, d, 0, "maintenance", "a slow scan found %s of new sharing and %s of new memory",
+                        fmt_pages(a, sizeof a, m, (uint64_t) MAX(m->last_scan_gain_pages, INT64_C(0))),
+                        fmt_pages(b, sizeof b, m, (uint64_t) MAX(m->last_scan_rmap_gain, INT64_C(0))));
+                set_mode(c, m, TUNE_MODE_MAINTAIN, now);
+        }
         /* Idle means ksmd looked and found nothing: IdleAfter= without new
          * sharing and, with memory to look at, two full scans ended since
          * maintenance began (the first may have begun in the burst). A host

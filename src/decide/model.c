@@ -175,13 +175,21 @@ void model_update(Model *m, const Snapshot *s) {
                  * sharing above the floor that grows with the set
                  * (model_gain_floor), or memory met that it had not seen.
                  * That pass cannot show its gain yet, and a small process
-                 * entering a large set gives little, so memory met pays at
+                 * entering a large set gives little, so in the passes that
+                 * meet what was announced (meet_scans) memory met pays at
                  * the absolute floor: else its burst could end with its
-                 * pages met once and none merged. */
+                 * pages met once and none merged. Outside them, memory that
+                 * trickles in (a guest faulting in its RAM) pays at the
+                 * set's floor, as it starts a burst: at the absolute one,
+                 * 100 new pages a pass kept a 174k-page burst going for
+                 * good. */
                 int64_t abs_floor = (int64_t) m->min_gain_pages;
                 int64_t floor = (int64_t) model_gain_floor(m, m->min_gain_pages);
                 bool found = m->scan_sharing_gain >= abs_floor || m->scan_rmap_gain >= abs_floor;
-                bool paid = m->scan_sharing_gain >= floor || m->scan_rmap_gain >= abs_floor;
+                bool paid = m->scan_sharing_gain >= floor ||
+                            m->scan_rmap_gain >= (m->meet_scans > 0 ? abs_floor : floor);
+                if (m->meet_scans > 0)
+                        m->meet_scans -= MIN(m->meet_scans, t.full_scans);
                 /* Unmet memory was noted while this pass ran: the pass
                  * began before it (after a start or restart, ksmd's pass
                  * in progress; the daemon saw only its end), so it says
@@ -219,6 +227,7 @@ void model_update(Model *m, const Snapshot *s) {
                 m->news_at_scan_end[1] = m->news;
                 m->unmet_notes_at_scan_end = m->unmet_notes;
                 m->last_scan_gain_pages = m->scan_sharing_gain;
+                m->last_scan_rmap_gain = m->scan_rmap_gain;
                 /* On a trylock kernel (seed 000) ksmd skips the pages of an
                  * mm whose lock is contended and retries them only in a
                  * later full scan: a scan that skipped some is work still
@@ -276,6 +285,9 @@ void model_note_ksm_enter(Model *m, uint64_t now_usec, int pid, const char *comm
          * about it. */
         m->scans_without_gain = 0;
         m->scans_without_find = 0;
+        /* the pass that ends next may not have met it (it is put behind
+         * ksmd's cursor), the one after does */
+        m->meet_scans = 3;
 }
 
 void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_new_pages) {
@@ -294,6 +306,8 @@ void model_note_unmet(Model *m, uint64_t now_usec, uint64_t pages, uint64_t min_
         /* ksmd has not been there yet: the scans so far say nothing about it */
         m->scans_without_gain = 0;
         m->scans_without_find = 0;
+        /* the pass in progress began before the note, the next meets it */
+        m->meet_scans = MAX(m->meet_scans, UINT64_C(2));
         m->unmet_notes++;
         m->last_scan_settled = false;
 }

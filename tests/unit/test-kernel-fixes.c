@@ -577,12 +577,14 @@ static void test_pending_skips(void **state) {
                 s.ksm.value[KSM_FULL_SCANS]++;
                 model_update(&m, &s);
                 assert_int_equal(m.scans_without_gain, scan < 8 ? 0 : (uint64_t) scan - 7);
+                assert_int_equal(m.scans_without_find, m.scans_without_gain);
         }
         /* a scan without skips is barren at once */
         s.time_usec += USEC_PER_SEC;
         s.ksm.value[KSM_FULL_SCANS]++;
         model_update(&m, &s);
         assert_int_equal(m.scans_without_gain, 4 + 1);
+        assert_int_equal(m.scans_without_find, 4 + 1);
 
         /* a stock kernel: the same scans are barren */
         model_init(&m, 4096, 64);
@@ -593,6 +595,7 @@ static void test_pending_skips(void **state) {
                 model_update(&m, &s);
         }
         assert_int_equal(m.scans_without_gain, 3);
+        assert_int_equal(m.scans_without_find, 3);
 }
 
 /* Seed 001: a churner whose mmap lock ksmd fails to try 75% of the time
