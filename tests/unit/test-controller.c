@@ -364,6 +364,19 @@ static void test_exclusion_scans_not_barren(void **state) {
         assert_int_equal(x.m.scans_without_gain, 1);
 }
 
+/* A Q1-sized set (five guests, 174k pages) entered KSM, merged 60000 pages
+ * and the burst ended: in maintenance. churning pages stay volatile. */
+static void sim_large_set_merged(Sim *x, uint64_t churning) {
+        sim_init(x);
+        x->churning = churning;
+        model_note_ksm_enter(&x->m, x->s.time_usec, 700, "qemu");
+        sim_step(x, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
+        sim_step(x, 250 * MS, 174000, 1, 60000, 0, 200 * 1000 * 1000);
+        for (int i = 0; i < 4 && x->c.mode != TUNE_MODE_MAINTAIN; i++)
+                sim_step(x, 250 * MS, 174000, 1, 0, 0, 200 * 1000 * 1000);
+        assert_int_equal(x->c.mode, TUNE_MODE_MAINTAIN);
+}
+
 /* What a full scan must gain grows with the memory ksmd tracks (1/128 of
  * it): the tail of a Q1 burst, 737 and 253 pages gained by full scans of
  * 174k pages, is barren there and ends the burst; the same gains pay on a
@@ -423,14 +436,7 @@ static void test_gain_floor_scales_with_set(void **state) {
 static void test_gain_floor_only_for_bursts(void **state) {
         Sim x;
 
-        sim_init(&x);
-        x.churning = 20000;
-        model_note_ksm_enter(&x.m, x.s.time_usec, 700, "qemu");
-        sim_step(&x, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
-        sim_step(&x, 250 * MS, 174000, 1, 60000, 0, 200 * 1000 * 1000);
-        for (int i = 0; i < 4 && x.c.mode != TUNE_MODE_MAINTAIN; i++)
-                sim_step(&x, 250 * MS, 174000, 1, 0, 0, 200 * 1000 * 1000);
-        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        sim_large_set_merged(&x, 20000);
         /* a maintenance scan a minute for 20 minutes, 512 pages each; the
          * smart-scan workaround is fed scans_without_find, as the tuner does */
         SmartScanWorkaround w = {};
@@ -1058,13 +1064,7 @@ static void test_unmet_memory_bursts(void **state) {
         /* On a large set the note takes the set's floor, as the tuner
          * passes it: 1100 pages unmet beside 174k tracked (floor 1359)
          * start nothing, 2100 do. */
-        sim_init(&x);
-        model_note_ksm_enter(&x.m, x.s.time_usec, 700, "qemu");
-        sim_step(&x, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
-        sim_step(&x, 250 * MS, 174000, 1, 60000, 0, 200 * 1000 * 1000);
-        for (int i = 0; i < 4 && x.c.mode != TUNE_MODE_MAINTAIN; i++)
-                sim_step(&x, 250 * MS, 174000, 1, 0, 0, 200 * 1000 * 1000);
-        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
+        sim_large_set_merged(&x, 0);
         assert_int_equal(x.m.pages_volatile, 0);
         uint64_t floor = model_gain_floor(&x.m, x.cfg.burst_min_new_pages);
         assert_int_equal(floor, 174000 / 128);
