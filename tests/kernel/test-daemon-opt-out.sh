@@ -32,6 +32,7 @@ wait_log() { # pattern: waits up to 20 s for a log line matching it
         return 1
 }
 . "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
+. "$SOURCE_ROOT/tests/lib/wait.sh"
 
 # Two idle guests (-S: no CPU runs), told apart by a -name of this test's own
 # so that no other QEMU on the machine matches the policies.
@@ -104,7 +105,6 @@ for p in $off $on; do kill -0 "$p" 2>/dev/null || fail "QEMU $p died"; done
 echo "OverrideOptOut=yes: would enable"
 cleanup; trap - EXIT
 for p in $off $on; do
-        [ "$(awk '{print $3}' /proc/$p/stat 2>/dev/null)" = "" ] || [ "$(awk '{print $3}' /proc/$p/stat)" = Z ] ||
-                { echo "FAIL: QEMU $p outlived the test" >&2; exit 1; }
+        pid_gone "$p" || { echo "FAIL: QEMU $p outlived the test" >&2; exit 1; }
 done
 echo PASS

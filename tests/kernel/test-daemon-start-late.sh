@@ -23,6 +23,7 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
+. "$SOURCE_ROOT/tests/lib/wait.sh"
 KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 
 tmp=$(mktemp -d)
@@ -179,16 +180,13 @@ echo "ok: 32 MiB added to an mm in KSM: merged in $took ms (Interval=5s + bound 
 # newcomer (net rmap down, sharing down). The pass in progress at the
 # start counts neither way, and one such pass is within BackoffFullScans=2.
 # part 5's burst over first: the departed victim is a merged one
-for _ in $(seq 300); do [ "$(grep -c "backing off" "$log")" -gt "$backoffs" ] && break; sleep 0.1; done
-[ "$(grep -c "backing off" "$log")" -gt "$backoffs" ] || fail "part 5's burst did not back off within 30 s"
+backed_off() { [ "$(grep -c "backing off" "$log")" -gt "$backoffs" ]; }
+wait_for 30 backed_off || fail "part 5's burst did not back off within 30 s"
 kill -KILL "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 echo 0 > $KSM/run
 departed=$(cat /proc/$victim_pid/ksm_merging_pages)
 stop_victim
-# gone, or a zombie (its mm, and so ksm_exit, went before it became one)
-gone() { [ ! -e /proc/$1/stat ] || [ "$(awk '{print $3}' /proc/$1/stat 2>/dev/null)" = Z ]; }
-for _ in $(seq 100); do gone "$victim_pid" && break; sleep 0.05; done
-gone "$victim_pid" || fail "victim $victim_pid did not exit"
+wait_for 5 pid_gone "$victim_pid" || fail "victim $victim_pid did not exit"
 start_victim 36
 t0=$(ms)
 log=$tmp/log3
