@@ -17,13 +17,23 @@
 #include "log.h"
 #include "util.h"
 
+/* One tree for every load_text(), removed by the group's teardown: a
+ * function-local static was never removed and left a directory in /tmp per
+ * run of this suite. */
+static FakeTree text_tree;
+
 static int load_text(const char *text, Config *c, ConfDiag *d, char *path, size_t n) {
-        static FakeTree t;
-        if (!t.path[0])
-                fake_tree_init(&t);
-        fake_write(&t, "k.conf", text);
-        snprintf(path, n, "%s/k.conf", t.path);
+        if (!text_tree.path[0])
+                fake_tree_init(&text_tree);
+        fake_write(&text_tree, "k.conf", text);
+        snprintf(path, n, "%s/k.conf", text_tree.path);
         return config_load(c, path, NULL, d);
+}
+
+static int remove_text_tree(void **state) {
+        (void) state;
+        fake_tree_done(&text_tree);
+        return 0;
 }
 
 static void test_defaults_and_shipped(void **state) {
@@ -584,5 +594,5 @@ int main(void) {
                 cmocka_unit_test(test_util),                 cmocka_unit_test(test_json),
         };
         log_set_max_level(LOG_ERR);
-        return cmocka_run_group_tests(tests, NULL, NULL);
+        return cmocka_run_group_tests(tests, NULL, remove_text_tree);
 }
