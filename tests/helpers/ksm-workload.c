@@ -17,13 +17,9 @@
  * first difference (a merge must never change what a process reads).
  *
  * --churn-threads starts T threads that loop mmap(M MiB) / write one byte
- * / munmap in this same mm: each mmap and munmap takes the mmap_lock for
- * writing, the contention ksmd's mmap_read_lock meets (the shape of the
- * mailing-list microbenchmark, ../shared/seeds/). The one touched page
- * makes munmap zap a page table and free a page, as an allocator that uses
- * its memory does; an untouched mapping would only measure VMA bookkeeping.
- * --churn-mark yes marks each mapping MADV_MERGEABLE before the write, as
- * QEMU marks every memory backend it adds (Q1's guest churned over QMP).
+ * / munmap in this same mm (churn.h: the contention ksmd's mmap_read_lock
+ * meets). --churn-touch no leaves out the write, --churn-mark yes marks
+ * each mapping MADV_MERGEABLE before it.
  * --churn-mprotect yes makes the churn threads change the protection of the
  * mergeable buffer's first page instead (read-only, then read-write again),
  * which splits and merges its VMA: the mmap lock and that VMA's own lock
@@ -55,6 +51,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "churn.h"
 
 #ifndef PR_SET_MEMORY_MERGE
 #define PR_SET_MEMORY_MERGE 67
@@ -145,16 +143,8 @@ static void *churn_thread(void *arg) {
                 if (c->mprotect_page) {
                         (void) mprotect(c->mprotect_page, c->page_size, PROT_READ);
                         (void) mprotect(c->mprotect_page, c->page_size, PROT_READ | PROT_WRITE);
-                } else {
-                        char *p = mmap(NULL, c->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                        if (p == MAP_FAILED)
-                                continue;
-                        if (c->mark)
-                                (void) madvise(p, c->len, MADV_MERGEABLE);
-                        if (c->touch)
-                                *(volatile char *) p = 1;
-                        munmap(p, c->len);
-                }
+                } else if (!churn_once(c->len, c->mark, c->touch))
+                        continue;
                 uint64_t d = now_ns() - t0;
                 atomic_fetch_add_explicit(&c->hist[hist_bucket(d)], 1, memory_order_relaxed);
                 if (d > atomic_load_explicit(&c->max_ns, memory_order_relaxed))
