@@ -64,6 +64,12 @@ typedef struct LockHolder {
         uint64_t ksmd_waits;            /* of those, ones that had to wait (>= ContendedNsec) */
         uint64_t ksmd_wait_nsec;        /* start_locking -> acquire_returned */
         uint64_t ksmd_trylock_failures; /* success=false: a trylock-patched ksmd skipped it */
+        /* ksmd's time at this mm's pages: from each of its acquisitions of
+         * it to ksmd's next lock call (the next page), gaps longer than
+         * CONTENTION_WORK_GAP_NSEC (a sleep between batches) left out. With
+         * ksmd_wait_nsec, the time ksmd spent on this process: what its
+         * waits are a share of when ksmd also scans many others. */
+        uint64_t ksmd_work_nsec;
         /* khugepaged's own write holds of this mm (collapse_huge_page): they
          * are khugepaged's, never the process's, and so are ksmd's waits
          * that ended when one of them did */
@@ -123,6 +129,9 @@ typedef struct ContentionWindow {
         /* pairing state: ksmd's open start_locking, writers' open locks by thread */
         uint64_t ksmd_pending_mm, ksmd_pending_nsec;
         bool ksmd_pending;
+        /* ksmd's last acquisition, until its next lock call ends its work there */
+        uint64_t ksmd_holding_mm, ksmd_holding_nsec;
+        bool ksmd_holding;
         struct {
                 int pid;
                 uint64_t mm, since_nsec;
@@ -133,6 +142,10 @@ typedef struct ContentionWindow {
 /* A ksmd wait shorter than this is the uncontended fast path plus trace
  * overhead, not contention (an uncontended down_read is well under 1 us). */
 #define CONTENTION_WAIT_THRESHOLD_NSEC UINT64_C(20000)
+/* Longer than ksmd takes at one page (checksum, tree searches, a merge: a
+ * few to tens of microseconds): between two of its lock calls, such a gap
+ * is a sleep between batches, not work at the mm it last locked. */
+#define CONTENTION_WORK_GAP_NSEC UINT64_C(1000000)
 
 void contention_window_init(ContentionWindow *w, int ksmd_pid);
 /* Tells khugepaged's events apart (its pid, 0 unknown): its write holds are

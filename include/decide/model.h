@@ -50,6 +50,11 @@ typedef struct ModelContender {
         uint64_t memcg_id;
         char comm[TASK_COMM_SIZE];
         double ksmd_blocked_fraction;   /* of the window's wall time, ksmd waiting for this mm */
+        /* of ksmd's time on this process (its waits and its work at its
+         * pages) over the recent windows (ContenderEvidence), waiting: what
+         * the process costs ksmd's scan of it however many others ksmd
+         * scans too; 0 while they hold too little of it to tell */
+        double scan_blocked_fraction;
         double trylock_failure_fraction;/* of ksmd's tries on this mm */
         uint64_t ksmd_trylock_failures;
         double write_locks_per_sec;
@@ -58,6 +63,20 @@ typedef struct ModelContender {
         bool entered_seen;              /* its ksm_enter came while the daemon watched */
         uint64_t entered_full_scans;    /* full_scans as of then */
 } ModelContender;
+
+/* ksmd's time on one process summed over the windows of the last
+ * CONTENDER_EVIDENCE_USEC (model.c): a window of ~15 ms catches ksmd at one
+ * process's pages only when the scan is there, a few ms at most where ksmd
+ * scans many; the windows' sum is what judges it. */
+typedef struct ContenderEvidence {
+        int pid;                        /* tgid; 0 a free slot */
+        uint64_t mm;                    /* and its mm, as the trace names it: a reused pid or an exec starts anew */
+        uint64_t since_usec, last_usec; /* first and last window that added to it */
+        uint64_t wait_nsec, on_nsec;    /* ksmd's waits for its lock; waits and work at its pages */
+        uint64_t waits;                 /* of those waits, ones >= CONTENTION_WAIT_THRESHOLD_NSEC */
+} ContenderEvidence;
+
+#define MODEL_MAX_EVIDENCE 32
 
 typedef struct Model {
         uint64_t page_size;
@@ -166,6 +185,7 @@ typedef struct Model {
         double window_ksmd_blocked_fraction;
         uint64_t window_lost_events;
         ModelContender contenders[MODEL_MAX_CONTENDERS];
+        ContenderEvidence evidence[MODEL_MAX_EVIDENCE];
         size_t n_contenders;
 } Model;
 

@@ -449,6 +449,17 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                         w->ksmd_first_nsec = e->time_nsec;
                 if (e->time_nsec > w->ksmd_last_nsec)
                         w->ksmd_last_nsec = e->time_nsec;
+                /* Its next lock call (a blocking one's start, a trylock's
+                 * return) ends its work at the mm it held. */
+                if (w->ksmd_holding && (e->type == TRACE_EVENT_START_LOCKING || !w->ksmd_pending)) {
+                        if (e->time_nsec >= w->ksmd_holding_nsec &&
+                            e->time_nsec - w->ksmd_holding_nsec <= CONTENTION_WORK_GAP_NSEC) {
+                                h = window_holder(w, w->ksmd_holding_mm);
+                                if (h)
+                                        h->ksmd_work_nsec += e->time_nsec - w->ksmd_holding_nsec;
+                        }
+                        w->ksmd_holding = false;
+                }
                 switch (e->type) {
                 case TRACE_EVENT_START_LOCKING:
                         w->ksmd_start_locking++;
@@ -487,6 +498,11 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                                 w->ksmd_wait_nsec += wait;
                         }
                         w->ksmd_pending = false;
+                        if (e->success) {
+                                w->ksmd_holding = true;
+                                w->ksmd_holding_mm = e->mm;
+                                w->ksmd_holding_nsec = e->time_nsec;
+                        }
                         break;
                 default:
                         break;

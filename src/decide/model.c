@@ -322,6 +322,44 @@ void model_forget_unmet(Model *m) {
 
 /* model_add_window(): the least work a window's share is taken of */
 #define WINDOW_MIN_ACTIVE_NSEC (5.0 * NSEC_PER_MSEC)
+/* What a window must hold of ksmd's time on one process, and of its waits
+ * there (>= CONTENTION_WAIT_THRESHOLD_NSEC each), to judge that process by
+ * its share of that time (ModelContender.scan_blocked_fraction). */
+#define CONTENDER_MIN_SCAN_NSEC (2 * NSEC_PER_MSEC)
+#define CONTENDER_MIN_WAITS 3
+/* How far back the windows' evidence on a process reaches: a burst takes
+ * a quick window every 500 ms, then one every 5 s (tuner.c). */
+#define CONTENDER_EVIDENCE_USEC (60 * USEC_PER_SEC)
+
+/* Adds what window w showed of ksmd's time on holder h's process to its
+ * evidence and returns it; NULL when there is no room (the oldest entry
+ * still within CONTENDER_EVIDENCE_USEC is kept over a new one). */
+static const ContenderEvidence *evidence_add(Model *m, const LockHolder *h, uint64_t now_usec) {
+        ContenderEvidence *e = NULL, *free_slot = NULL;
+        for (size_t i = 0; i < MODEL_MAX_EVIDENCE; i++) {
+                ContenderEvidence *x = &m->evidence[i];
+                if (x->pid == h->tgid && x->mm == h->mm) {
+                        e = x;
+                        break;
+                }
+                if (!free_slot && (x->pid == 0 || now_usec - x->last_usec > CONTENDER_EVIDENCE_USEC))
+                        free_slot = x;
+        }
+        if (e && now_usec - e->since_usec > CONTENDER_EVIDENCE_USEC)
+                *e = (ContenderEvidence) { .pid = 0 };  /* too old: start again */
+        if (!e || e->pid == 0) {
+                if (!e)
+                        e = free_slot;
+                if (!e)
+                        return NULL;
+                *e = (ContenderEvidence) { .pid = h->tgid, .mm = h->mm, .since_usec = now_usec };
+        }
+        e->last_usec = now_usec;
+        e->wait_nsec += h->ksmd_wait_nsec;
+        e->on_nsec += h->ksmd_wait_nsec + h->ksmd_work_nsec;
+        e->waits += h->ksmd_waits;
+        return e;
+}
 
 void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, uint64_t wall_usec,
                       uint64_t scanned_pages) {
@@ -375,10 +413,14 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
         for (size_t i = 0; i < w->n_holders && m->n_contenders < MODEL_MAX_CONTENDERS; i++) {
                 const LockHolder *h = &w->holders[i];
                 double blocked = MIN(1.0, (double) h->ksmd_wait_nsec / wall_nsec);
-                if (h->ksmd_waits == 0 && h->ksmd_trylock_failures == 0)
-                        continue;
                 if (h->tgid <= 0)
                         continue;       /* no write lock of it seen, taken or released: no one to blame */
+                /* A visit without a wait counts too: it is part of the
+                 * time the waits are a share of. */
+                const ContenderEvidence *ev =
+                        h->ksmd_wait_nsec + h->ksmd_work_nsec > 0 ? evidence_add(m, h, now_usec) : NULL;
+                if (h->ksmd_waits == 0 && h->ksmd_trylock_failures == 0)
+                        continue;
                 ModelContender *mc = &m->contenders[m->n_contenders++];
                 *mc = (ModelContender) {
                         .pid = h->tgid,
@@ -391,6 +433,16 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                         .write_hold_fraction = MIN(1.0, (double) h->write_hold_nsec / wall_nsec),
                         .merging_pages = -1,
                 };
+                /* A share of ksmd's time on this process needs enough of
+                 * that time to mean something, in this window and the
+                 * recent ones: one long wait in a short visit is not a
+                 * pattern. Not where ksmd looks pages up
+                 * under VMA locks: it takes the mmap lock a few times a
+                 * VMA there, its work between them is not seen, and its
+                 * waits would read as all of its time. */
+                if (ev && ev->on_nsec >= CONTENDER_MIN_SCAN_NSEC && ev->waits >= CONTENDER_MIN_WAITS &&
+                    m->lock_core != KSM_LOCK_CORE_PER_VMA)
+                        mc->scan_blocked_fraction = (double) ev->wait_nsec / (double) ev->on_nsec;
                 strscpy(mc->comm, sizeof mc->comm, h->comm);
         }
 }

@@ -346,6 +346,44 @@ static void test_window_queued_writer(void **state) {
         assert_int_equal(w.n_pending, 0);
 }
 
+/* ksmd's time at each mm's pages: from its acquisition to its next lock
+ * call, a blocking one's start or a trylock's return; a gap over 1 ms is a
+ * sleep between batches; a failed try holds nothing. */
+static void test_window_ksmd_work(void **state) {
+        ContentionWindow w;
+        const int ksmd = 39;
+        static const struct {
+                TraceEventType type;
+                uint64_t mm, usec;
+                bool success;
+        } seq[] = {
+                { TRACE_EVENT_START_LOCKING, 0xA, 0, true },
+                { TRACE_EVENT_ACQUIRE_RETURNED, 0xA, 0, true },
+                { TRACE_EVENT_START_LOCKING, 0xB, 10, true },     /* 10 us at A */
+                { TRACE_EVENT_ACQUIRE_RETURNED, 0xB, 11, true },
+                { TRACE_EVENT_START_LOCKING, 0xA, 2011, true },   /* 2 ms later: a sleep, not B's */
+                { TRACE_EVENT_ACQUIRE_RETURNED, 0xA, 2061, true },/* waited 50 us for A */
+                { TRACE_EVENT_ACQUIRE_RETURNED, 0xB, 2070, true },/* a trylock: 9 us at A */
+                { TRACE_EVENT_ACQUIRE_RETURNED, 0xA, 2075, false },/* a failed try: 5 us at B */
+                { TRACE_EVENT_START_LOCKING, 0xB, 2080, true },   /* it held nothing */
+        };
+
+        contention_window_init(&w, ksmd);
+        for (size_t i = 0; i < ELEMENTSOF(seq); i++) {
+                TraceEvent e = ev(seq[i].type, ksmd, ksmd, seq[i].mm, seq[i].usec, false, seq[i].success);
+                contention_window_add(&w, &e);
+        }
+        assert_int_equal(w.n_holders, 2);
+        const LockHolder *a = w.holders[0].mm == 0xA ? &w.holders[0] : &w.holders[1];
+        const LockHolder *b = a == &w.holders[0] ? &w.holders[1] : &w.holders[0];
+        assert_int_equal(a->ksmd_work_nsec, 19000);
+        assert_int_equal(b->ksmd_work_nsec, 5000);
+        assert_int_equal(a->ksmd_wait_nsec, 50000);
+        assert_int_equal(a->ksmd_waits, 1);
+        assert_int_equal(b->ksmd_trylock_failures, 0);
+        assert_int_equal(a->ksmd_trylock_failures, 1);
+}
+
 static void test_window_bounds(void **state) {
         ContentionWindow w;
         contention_window_init(&w, 1);
@@ -368,6 +406,7 @@ int main(void) {
                 cmocka_unit_test(test_window_release_without_acquire),
                 cmocka_unit_test(test_window_release_after_lost_events),
                 cmocka_unit_test(test_window_queued_writer),
+                cmocka_unit_test(test_window_ksmd_work),
                 cmocka_unit_test(test_window_bounds),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
