@@ -78,6 +78,17 @@ typedef struct Exclusion {
         char comm[TASK_COMM_SIZE];
 } Exclusion;
 
+/* A contender's merged pages when a window last showed it: one whose
+ * merged pages still grow is still merging, not one that merges little. */
+typedef struct ContenderYield {
+        int pid;                        /* 0 a free slot */
+        uint64_t start_time_ticks;
+        int64_t merging_pages;
+        uint64_t usec;
+} ContenderYield;
+
+#define CONTROLLER_MAX_YIELDS 32
+
 typedef struct Controller {
         TuneMode mode;
         uint64_t mode_since_usec;
@@ -119,7 +130,20 @@ typedef struct Controller {
 
         Exclusion exclusions[CONTROLLER_MAX_EXCLUSIONS];
         size_t n_exclusions;
+        ContenderYield yields[CONTROLLER_MAX_YIELDS];
+        /* A contender met every condition but a second look at its merged
+         * pages: ticks and windows at the burst's pace until then (a
+         * window catches ksmd at one process's pages only while the scan
+         * is there), judged on the window that shows it again. */
+        uint64_t follow_until_usec;
 } Controller;
+
+/* How long a contender seen once is looked for again. */
+#define CONTROLLER_FOLLOW_USEC (30 * USEC_PER_SEC)
+
+/* Whether windows and ticks go at the burst's pace at now: bursting, or
+ * following a contender seen once. */
+bool controller_quick_windows(const Controller *c, uint64_t now_usec);
 
 void controller_init(Controller *c, const TuningConfig *cfg, uint64_t now_usec);
 

@@ -337,8 +337,9 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
         /* A quiet window was armed for itself alone; a burst's stay armed
-         * until the burst ends (tuner_tick). */
-        if (!tune_mode_is_burst(t->controller.mode))
+         * until the burst ends (tuner_tick), and so do those that follow
+         * a contender seen once. */
+        if (!controller_quick_windows(&t->controller, now))
                 disarm_windows(t);
         if (r < 0) {
                 log_debug_errno(r, "Cannot read the contention window: %m");
@@ -350,8 +351,17 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         else
                 scanned = 0;
         model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
-        for (size_t i = 0; i < t->model.n_contenders; i++)
-                contender_facts(t, &t->model.contenders[i]);
+        for (size_t i = 0; i < t->model.n_contenders; i++) {
+                ModelContender *x = &t->model.contenders[i];
+                contender_facts(t, x);
+                char on_it[48] = "too little of its time on it seen yet";
+                if (x->scan_blocked_fraction > 0)
+                        snprintf(on_it, sizeof on_it, "%.0f%% of its time on it", x->scan_blocked_fraction * 100.0);
+                log_debug("contender pid %d (%s): ksmd blocked %.0f%% of the window, %s, %.0f write locks/s, "
+                          "%" PRIi64 " pages merged%s",
+                          x->pid, x->comm, x->ksmd_blocked_fraction * 100.0, on_it, x->write_locks_per_sec,
+                          x->merging_pages, x->entered_seen ? ", entered KSM while watched" : "");
+        }
 
         const ContentionWindow *w = &t->window;
         if (w->ksmd_acquired < WINDOW_MIN_KSMD_LOCKS && t->burst_windows > 0 &&
@@ -396,7 +406,10 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         if (!tick || !tick->run || tick->scanned_pages == 0)
                 return;         /* ksmd idle: nothing to learn */
         bool bursting = tune_mode_is_burst(t->controller.mode);
-        if (bursting) {
+        /* Following a contender seen once (controller.c): a window every
+         * BURST_WINDOW_GAP until one shows it again, bursting or not. */
+        bool following = t->controller.follow_until_usec > now;
+        if (bursting || following) {
                 /* A window early in every burst and every second while it
                  * lasts, whatever the samples say:
                  * a ksmd waiting for an mmap_lock whose writer is running
@@ -410,12 +423,14 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                  * too little (a window at a burst's start, in ksmd's fast
                  * checksum pass, saw 2-10% waiting where the next pass
                  * waited 40-65% of the time). */
-                if (t->window_start_usec < t->controller.mode_since_usec)
+                if (bursting && t->window_start_usec < t->controller.mode_since_usec)
                         t->burst_windows = 0;   /* the first of this burst: at once */
-                else if (now - t->window_start_usec <
-                         (t->burst_windows < BURST_WINDOWS ? BURST_WINDOW_GAP_USEC : BURST_WINDOW_SLOW_GAP_USEC))
+                else if (now - t->window_start_usec < (following || t->burst_windows < BURST_WINDOWS
+                                                               ? BURST_WINDOW_GAP_USEC
+                                                               : BURST_WINDOW_SLOW_GAP_USEC))
                         return;
-                t->burst_windows++;
+                if (bursting)
+                        t->burst_windows++;
                 interval = 0;
         } else if (t->model.blocked_fraction * 100.0 < cfg->contention_min_blocked_percent) {
                 /* Nothing suggests contention: an occasional window, and
@@ -672,7 +687,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         }
 
         smart_scan_step(t, s, log, plan);
-        if (!tune_mode_is_burst(t->controller.mode) && !tracer_window_active(t->tracer))
+        if (!controller_quick_windows(&t->controller, s->time_usec) && !tracer_window_active(t->tracer))
                 disarm_windows(t);
         maybe_start_window(t, s, cfg);
         *ret_next_usec = controller_next_interval_usec(&t->controller, cfg, config->interval_usec);

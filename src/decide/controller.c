@@ -270,6 +270,35 @@ static bool exclusion_find(const Controller *c, int pid) {
         return false;
 }
 
+/* Records contender x's merged pages as of now and returns those of the
+ * window before that showed it, -1 when none did (within the last 10
+ * minutes; a slot older than that, or the oldest, is reused). */
+static int64_t contender_yield_swap(Controller *c, const ModelContender *x, uint64_t now) {
+        ContenderYield *y = NULL, *spare = NULL;
+        for (size_t i = 0; i < CONTROLLER_MAX_YIELDS && !y; i++) {
+                ContenderYield *s = &c->yields[i];
+                if (s->pid == x->pid && s->start_time_ticks == x->start_time_ticks)
+                        y = s;
+                else if (!spare || (spare->pid != 0 && (s->pid == 0 || s->usec < spare->usec)))
+                        spare = s;      /* a free slot, else the oldest */
+        }
+        int64_t before = y && now - y->usec <= 600 * USEC_PER_SEC ? y->merging_pages : -1;
+        if (!y)
+                y = spare;
+        *y = (ContenderYield) {
+                .pid = x->pid, .start_time_ticks = x->start_time_ticks, .merging_pages = x->merging_pages, .usec = now
+        };
+        return before;
+}
+
+/* An exclusion or a readmission changes what the process has merged: its
+ * yield is looked at anew from the next window that shows it. */
+static void contender_yield_forget(Controller *c, int pid, uint64_t start_time_ticks) {
+        for (size_t i = 0; i < CONTROLLER_MAX_YIELDS; i++)
+                if (c->yields[i].pid == pid && c->yields[i].start_time_ticks == start_time_ticks)
+                        c->yields[i] = (ContenderYield) {};
+}
+
 static int judge_contenders(Controller *c, const Model *m, const TuningConfig *cfg, uint64_t now, Plan *plan,
                             ControllerDecisions *d) {
         int r;
@@ -294,6 +323,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 if (r < 0)
                         return r;
                 decide_about(d, "readmit", &a);
+                contender_yield_forget(c, x->pid, x->start_time_ticks);
                 *x = c->exclusions[--c->n_exclusions];
         }
 
@@ -312,11 +342,20 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                  * still waits (the scan's own lock, which the 6.12 port
                  * keeps) counts, so a churner that does not hold ksmd up
                  * stays in. */
+                /* Blocked: of all ksmd's time, or of its time on this
+                 * process, whichever is more. A host's guest is a small
+                 * part of ksmd's scan: one that blocks each visit of ksmd
+                 * to it by half is a few percent of all ksmd's time among
+                 * forty, and would never be excluded by that alone (seen
+                 * in Q1: a QEMU churning its own mm, a fifth of the scan,
+                 * 24% of ksmd's time on it blocked, 5-13% of its windows). */
                 bool per_vma = m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES;
+                bool on_visits = x->scan_blocked_fraction > x->ksmd_blocked_fraction;
+                double blocked = MAX(x->ksmd_blocked_fraction, x->scan_blocked_fraction);
                 double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK && !per_vma
-                                       ? 1.0 - (1.0 - x->ksmd_blocked_fraction) * (1.0 - x->trylock_failure_fraction)
-                                       : x->ksmd_blocked_fraction;
-                char why[128];
+                                       ? 1.0 - (1.0 - blocked) * (1.0 - x->trylock_failure_fraction)
+                                       : blocked;
+                char why[112];
 
                 if (share * 100.0 < cfg->exclude_blocked_percent)
                         continue;
@@ -332,15 +371,35 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                  * own mm: excluded before it merged, never merged). */
                 if (x->entered_seen && m->window_full_scans < x->entered_full_scans + 2)
                         continue;
+                /* Nor while its merged pages still grow: a guest still
+                 * booting has few merged yet, and blocks ksmd on a host
+                 * whose CPUs its vCPUs oversubscribe (a writer preempted
+                 * holding its lock). Seen in Q1 with the cap at 16,384:
+                 * the late guest excluded at 8,797 merged pages on its way
+                 * to 32,000. Judged from its second window on, once they
+                 * grew by less than 1% (64 pages at least) since the one
+                 * before. */
+                int64_t before = contender_yield_swap(c, x, now);
+                if (before < 0 || x->merging_pages > before + MAX(before / 100, (int64_t) 64)) {
+                        c->follow_until_usec = now + CONTROLLER_FOLLOW_USEC;
+                        continue;
+                }
                 if (exclusion_find(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
                         continue;
 
-                if (m->lock_core == KSM_LOCK_CORE_TRYLOCK)
-                        snprintf(why, sizeof why, "%.0f%% of ksmd's tries of its mmap lock failed, %.0f%% of ksmd time blocked on it",
-                                 x->trylock_failure_fraction * 100.0, x->ksmd_blocked_fraction * 100.0);
+                char blocked_text[64];
+                if (on_visits)
+                        snprintf(blocked_text, sizeof blocked_text, "ksmd blocked %.0f%% of its time on it (%.0f%% of all its time)",
+                                 x->scan_blocked_fraction * 100.0, x->ksmd_blocked_fraction * 100.0);
                 else
-                        snprintf(why, sizeof why, "%.0f%% of ksmd time blocked on its mmap lock",
-                                 x->ksmd_blocked_fraction * 100.0);
+                        snprintf(blocked_text, sizeof blocked_text, "%.0f%% of ksmd time blocked on %s",
+                                 x->ksmd_blocked_fraction * 100.0,
+                                 m->lock_core == KSM_LOCK_CORE_TRYLOCK ? "it" : "its mmap lock");
+                if (m->lock_core == KSM_LOCK_CORE_TRYLOCK)
+                        snprintf(why, sizeof why, "%.0f%% of ksmd's tries of its mmap lock failed, %s",
+                                 x->trylock_failure_fraction * 100.0, blocked_text);
+                else
+                        snprintf(why, sizeof why, "%s", blocked_text);
                 ProcessAction a = {
                         .pid = x->pid,
                         .start_time_ticks = x->start_time_ticks,
@@ -353,6 +412,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 if (r < 0)
                         return r;
                 decide_about(d, "exclude", &a);
+                contender_yield_forget(c, x->pid, x->start_time_ticks);
                 Exclusion *e = &c->exclusions[c->n_exclusions++];
                 *e = (Exclusion) {
                         .pid = x->pid,
@@ -627,12 +687,16 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         return 0;
 }
 
+bool controller_quick_windows(const Controller *c, uint64_t now_usec) {
+        return tune_mode_is_burst(c->mode) || c->follow_until_usec > now_usec;
+}
+
 uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec) {
         if (c->hold_until_usec > c->decided_usec)
                 /* right when the hold ends, not up to a burst tick later */
                 return MIN(MIN(cfg->burst_interval_usec, default_usec),
                            c->hold_until_usec - c->decided_usec + USEC_PER_MSEC);
-        if (tune_mode_is_burst(c->mode))
+        if (controller_quick_windows(c, c->decided_usec))
                 return MIN(cfg->burst_interval_usec, default_usec);
         return default_usec;
 }

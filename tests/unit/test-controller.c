@@ -810,6 +810,19 @@ static void test_window_share_of_work(void **state) {
         assert_true(x.m.window_ksmd_blocked_fraction > 0.99);
 }
 
+/* As if an earlier window had shown contender pid with these merged
+ * pages: a contender is judged from its second window on, once its merged
+ * pages stopped growing (contender_yield_swap). */
+static void seen_before(Sim *x, int pid, uint64_t start_time_ticks, int64_t merged) {
+        for (size_t i = 0; i < CONTROLLER_MAX_YIELDS; i++)
+                if (x->c.yields[i].pid == 0) {
+                        x->c.yields[i] = (ContenderYield) { .pid = pid, .start_time_ticks = start_time_ticks,
+                                                            .merging_pages = merged, .usec = x->s.time_usec };
+                        return;
+                }
+        fail();
+}
+
 static void test_contention_excludes_and_readmits(void **state) {
         Sim x;
         sim_init(&x);
@@ -821,6 +834,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         assert_int_equal(x.m.lock_core, KSM_LOCK_CORE_UNKNOWN);
         x.m.contenders[0].merging_pages = 0;
         x.m.contenders[0].start_time_ticks = 4242;
+        seen_before(&x, 812, 4242, 0);
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 1);
         assert_int_equal(x.plan.actions[0].pid, 812);
@@ -848,6 +862,12 @@ static void test_contention_excludes_and_readmits(void **state) {
         assert_true(decided(&x, "readmitting pid 812 (contender): excluded 10min"));
         assert_true(decided_about(&x, "readmit", 812));
         assert_int_equal(x.c.n_exclusions, 0);
+        /* readmitted, it is looked at anew: not judged on its first window */
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 0;
+        x.m.contenders[0].start_time_ticks = 4242;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
 
         /* a victim that merges (same-process churn) is never excluded */
         model_add_window(&x.m, contended_window(39, 900, 150000, 200000), x.s.time_usec, 200 * MS, 0);
@@ -870,6 +890,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         x.m.contenders[0].merging_pages = 0;
         x.m.contenders[0].entered_seen = true;
         x.m.contenders[0].entered_full_scans = entered;
+        seen_before(&x, 903, 0, 0);
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 1);
         assert_int_equal(x.plan.actions[0].pid, 903);
@@ -878,6 +899,134 @@ static void test_contention_excludes_and_readmits(void **state) {
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
         model_add_window(&x.m, contended_window(39, 902, 10000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        plan_done(&x.plan);
+}
+
+/* A window where ksmd spends 16 ms at other processes' pages and makes
+ * `visits` visits to the churner's mm 0xA, each 100 us waiting for its
+ * lock and 300 us at its pages: a quarter of its time there blocked, a
+ * few percent of all its time. */
+static ContentionWindow *visited_window(int ksmd, int churner, int visits) {
+        static ContentionWindow w;
+        uint64_t t = 0;
+        TraceEvent e;
+
+        contention_window_init(&w, ksmd);
+        e = (TraceEvent) { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = churner + 1, .tgid = churner, .mm = 0xA,
+                           .write = true, .success = true, .comm = "contender", .time_nsec = 0 };
+        contention_window_add(&w, &e);
+        for (int i = 0; i < 800; i++, t += 20000) {
+                e = (TraceEvent) { .type = TRACE_EVENT_START_LOCKING, .pid = ksmd, .mm = 0xB, .time_nsec = t };
+                contention_window_add(&w, &e);
+                e = (TraceEvent) { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = ksmd, .mm = 0xB, .success = true,
+                                   .time_nsec = t };
+                contention_window_add(&w, &e);
+        }
+        for (int i = 0; i < visits; i++, t += 400000) {
+                e = (TraceEvent) { .type = TRACE_EVENT_START_LOCKING, .pid = ksmd, .mm = 0xA, .time_nsec = t };
+                contention_window_add(&w, &e);
+                e = (TraceEvent) { .type = TRACE_EVENT_ACQUIRE_RETURNED, .pid = ksmd, .mm = 0xA, .success = true,
+                                   .time_nsec = t + 100000 };
+                contention_window_add(&w, &e);
+        }
+        e = (TraceEvent) { .type = TRACE_EVENT_START_LOCKING, .pid = ksmd, .mm = 0xB, .time_nsec = t };
+        contention_window_add(&w, &e);
+        e = (TraceEvent) { .type = TRACE_EVENT_RELEASED, .pid = churner + 1, .tgid = churner, .mm = 0xA,
+                           .write = true, .time_nsec = t };
+        contention_window_add(&w, &e);
+        w.ksmd_cpu_known = true;
+        w.ksmd_cpu_nsec = t - (uint64_t) visits * 100000;
+        return &w;
+}
+
+/* A process that is a small part of ksmd's scan is judged by ksmd's time
+ * on it: one that blocks each of ksmd's visits a quarter of the time is
+ * excluded, though that is a few percent of all ksmd's time (Q1: a QEMU
+ * guest among five, churning its own mm). Not on a short visit, nor where
+ * ksmd looks pages up under VMA locks. */
+/* A contender is judged from its second window on, and not while its
+ * merged pages still grow (Q1: the late guest, booting beside four
+ * others on two CPUs, blocked ksmd's visits 24% of the time with 8,797
+ * pages merged on its way to 32,000). */
+static void test_contender_still_merging(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+        x.c.seen_new_mergeable = x.m.new_mergeable_total;
+        x.c.mode = TUNE_MODE_MAINTAIN;  /* in maintenance, where windows are rare */
+        x.cfg.exclude_max_merging_pages = 16384;
+        static const int64_t merged[] = { 4000, 8797, 8850, 8850 };
+        static const size_t expect[] = { 0, 0, 1, 0 };
+        for (size_t i = 0; i < ELEMENTSOF(merged); i++) {
+                model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+                x.m.contenders[0].merging_pages = merged[i];
+                x.m.contenders[0].start_time_ticks = 77;
+                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+                assert_int_equal(x.plan.n_actions, expect[i]);
+                /* until judged, windows and ticks at the burst's pace */
+                if (i < 2) {
+                        assert_true(controller_quick_windows(&x.c, x.s.time_usec));
+                        assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC),
+                                         x.cfg.burst_interval_usec);
+                }
+                if (expect[i])
+                        assert_string_equal(x.plan.actions[0].reason,
+                                            "excluding pid 812 (contender): ksmd blocked 100% of its time on it (41% of "
+                                            "all its time), 8850 pages merged");
+        }
+        /* and back to the maintenance pace CONTROLLER_FOLLOW_USEC after */
+        sim_step(&x, CONTROLLER_FOLLOW_USEC, 10000, 0, 0, 0, 5000000);
+        assert_false(controller_quick_windows(&x.c, x.s.time_usec));
+        plan_done(&x.plan);
+}
+
+static void test_contender_judged_by_visits(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+
+        model_add_window(&x.m, visited_window(39, 812, 10), x.s.time_usec, 200 * MS, 0);
+        assert_int_equal(x.m.n_contenders, 1);
+        assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0.25, 1e-9);
+        assert_float_equal(x.m.contenders[0].ksmd_blocked_fraction, 1.0 / 20.0, 1e-9);
+        x.m.contenders[0].merging_pages = 0;
+        seen_before(&x, 812, 0, 0);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].action, MERGE_ACTION_DISABLE);
+        assert_string_equal(x.plan.actions[0].reason, "excluding pid 812 (contender): ksmd blocked 25% of its time on it "
+                                                      "(5% of all its time), 0 pages merged");
+
+        /* four visits, 1.6 ms on it: too little to judge by ... */
+        model_add_window(&x.m, visited_window(39, 813, 4), x.s.time_usec, 200 * MS, 0);
+        assert_int_equal(x.m.n_contenders, 1);
+        assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0, 0);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        /* ... until a later window adds to it */
+        model_add_window(&x.m, visited_window(39, 813, 4), x.s.time_usec, 200 * MS, 0);
+        assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0.25, 1e-9);
+        x.m.contenders[0].merging_pages = 0;
+        seen_before(&x, 813, 0, 0);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].pid, 813);
+        /* evidence older than a minute is not added to */
+        model_add_window(&x.m, visited_window(39, 815, 4), x.s.time_usec, 200 * MS, 0);
+        for (int i = 0; i < 13; i++)
+                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        model_add_window(&x.m, visited_window(39, 815, 4), x.s.time_usec, 200 * MS, 0);
+        assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0, 0);
+
+        /* per-VMA lookups: ksmd's work between its mmap locks is not seen */
+        x.m.lock_core = KSM_LOCK_CORE_PER_VMA;
+        x.m.fixes.fix[KERNEL_FIX_PER_VMA].state = FIX_YES;
+        model_add_window(&x.m, visited_window(39, 814, 10), x.s.time_usec, 200 * MS, 0);
+        assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0, 0);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
@@ -904,6 +1053,7 @@ static void test_trylock_kernel(void **state) {
         assert_int_equal(x.m.lock_core, KSM_LOCK_CORE_TRYLOCK);
         assert_int_equal(x.m.n_contenders, 1);
         x.m.contenders[0].merging_pages = 0;
+        seen_before(&x, 812, 0, 0);
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 1);
         assert_string_equal(x.plan.actions[0].reason,
@@ -1129,7 +1279,7 @@ int main(void) {
                 cmocka_unit_test(test_pressure_raises_budget),
                 cmocka_unit_test(test_contention_excludes_and_readmits),
                 cmocka_unit_test(test_window_share_of_work),
-                cmocka_unit_test(test_trylock_kernel),
+                cmocka_unit_test(test_contender_judged_by_visits), cmocka_unit_test(test_contender_still_merging), cmocka_unit_test(test_trylock_kernel),
                 cmocka_unit_test(test_advisor),
                 cmocka_unit_test(test_recorded_s1),
                 cmocka_unit_test(test_unmet_memory_bursts),
