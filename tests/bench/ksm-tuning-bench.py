@@ -853,7 +853,7 @@ SCENARIOS = {
            "peer_timeout": {"defaults": 150.0, "advisor": 150.0, "ksmtuned": 150.0},
            "reserve_bytes": 2 * GIB, "oom_first": True, "sample_period": 0.05},
     "Q1": {"title": "Q1 QEMU tenants (5 TCG guests x 256 MiB: 3 before the peer, one mem-merge=off, one "
-                    "-sandbox on; 2 after, one churned over QMP)", "expected": None, "tenants": True},
+                    "-sandbox on; 2 after, one whose QEMU churns its own address space)", "expected": None, "tenants": True},
     "Q2": {"title": "Q2 guest cost (4 TCG guests x 256 MiB booting while the peer runs, 2 managed, 2 not)",
            "expected": None, "tenants": True},
 }
@@ -1235,9 +1235,12 @@ def run_once(args, guard, scn_name, peer, repeat, ksmd):
 TENANT_MIB = 256
 TENANT_SHARED_MIB = 96
 TENANT_UNIQUE_MIB = 32
+# The contended guest's QEMU churns its own mm with this many threads
+# (tests/helpers/churn-preload.c), each as S2's contender churns.
+TENANT_CHURN_THREADS = 2
 TENANT_MARKER = b"ksmt2-tenant-ready"
 TENANT_TAG = "ksmt2-bench"
-# Each guest's role in Q1: (name, started before the peer, machine, -sandbox on, QMP churner, shared MiB)
+# Each guest's role in Q1: (name, started before the peer, machine, -sandbox on, churns (ksmt2-churn.so), shared MiB)
 Q1_GUESTS = [
     ("early", True, "pc", False, False, TENANT_SHARED_MIB),
     ("nomerge", True, "pc,mem-merge=off", False, False, TENANT_SHARED_MIB),  # must stay unmerged, untouched
@@ -1321,70 +1324,19 @@ def ksm_stat(pid):
     return out
 
 
-class QmpChurner(threading.Thread):
-    """The host's management of a guest, as a tight loop: object-add and
-    object-del of a 2 MiB memory-backend-ram over QMP. Each pair has QEMU's
-    main thread mmap, madvise (MADV_MERGEABLE, MADV_DONTDUMP: VMA flag
-    changes) and munmap in its own mm: its mmap_lock taken for writing
-    several times, by QEMU itself, the pattern ksmd blocks on. An idle or
-    booting TCG guest takes its own mmap_lock for writing only at start-up
-    (traced on 6.18: none in 5 s of an idle guest); guest memory faults go
-    by per-VMA locks."""
+def churn_preload(workload):
+    """ksmt2-churn.so, built beside the workload helper (tests/helpers)."""
+    return os.path.join(os.path.dirname(os.path.abspath(workload)), "ksmt2-churn.so")
 
-    def __init__(self, path, secs):
-        super().__init__(daemon=True)
-        self.path = path
-        self.secs = secs
-        self.stop_ev = threading.Event()
-        self.pairs = 0
-        self.error = None
-        self.t_start = self.t_end = None
 
-    def run(self):
-        s = None
-        try:
-            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    s.connect(self.path)
-                    break
-                except OSError:
-                    if time.monotonic() > deadline or self.stop_ev.wait(0.05):
-                        raise
-            s.settimeout(30)
-            f = s.makefile("rwb", buffering=0)
-
-            def call(cmd, **a):
-                f.write(json.dumps({"execute": cmd, "arguments": a} if a else {"execute": cmd}).encode() + b"\n")
-                while True:
-                    line = f.readline()
-                    if not line:
-                        raise RuntimeError("QMP connection closed")
-                    msg = json.loads(line)
-                    if "error" in msg:
-                        raise RuntimeError(f"QMP {cmd}: {msg['error']}")
-                    if "return" in msg:
-                        return msg["return"]
-
-            f.readline()  # the greeting
-            call("qmp_capabilities")
-            self.t_start = time.monotonic()
-            end = self.t_start + self.secs
-            while not self.stop_ev.is_set() and time.monotonic() < end:
-                call("object-add", **{"qom-type": "memory-backend-ram", "id": "ksmt2-churn", "size": 2 << 20})
-                call("object-del", id="ksmt2-churn")
-                self.pairs += 1
-        except (OSError, RuntimeError, ValueError) as e:
-            self.error = f"{type(e).__name__}: {e}"
-        finally:
-            self.t_end = time.monotonic()
-            if s:
-                s.close()
-
-    def stop(self):
-        self.stop_ev.set()
-        self.join()
+def churn_report(errlog):
+    """(iterations, seconds) from the churn threads' lines in QEMU's log
+    (summed, the longest), or None when one did not finish (its guest was
+    stopped first)."""
+    m = re.findall(r"ksmt2-churn: (\d+) iterations in ([0-9.]+) s", read_str(errlog))
+    if len(m) < TENANT_CHURN_THREADS:
+        return None
+    return sum(int(n) for n, _ in m), max(float(t) for _, t in m)
 
 
 class Tenant:
@@ -1393,10 +1345,13 @@ class Tenant:
     the QEMU process) is taken when the marker is seen, the guest idle from
     then on."""
 
-    def __init__(self, guard, image, dirpath, name, seed, machine, sandbox, qmp, shared_mib):
+    def __init__(self, guard, image, dirpath, name, seed, machine, sandbox, churn, shared_mib):
+        """churn: None, or (ksmt2-churn.so, seconds): QEMU's own mm gets a
+        thread that churns it for that long from its start (churn-preload.c
+        says why QMP cannot make QEMU do that)."""
         self.name = name
         self.console = os.path.join(dirpath, f"{name}.console")
-        self.qmp = os.path.join(dirpath, f"{name}.qmp") if qmp else None
+        self.churn = churn
         qemu = shutil.which("qemu-system-x86_64")
         if not qemu:
             raise RuntimeError("qemu-system-x86_64 not installed (package qemu-system-x86)")
@@ -1408,12 +1363,14 @@ class Tenant:
                           f"tenant_unique_mib={TENANT_UNIQUE_MIB} tenant_seed={seed}"]
         if sandbox:
             cmd += ["-sandbox", "on"]
-        if self.qmp:
-            cmd += ["-qmp", f"unix:{self.qmp},server=on,wait=off"]
+        env = None
+        if churn:
+            env = dict(os.environ, LD_PRELOAD=churn[0], KSMT2_CHURN_SECS=str(churn[1]),
+                       KSMT2_CHURN_THREADS=str(TENANT_CHURN_THREADS))
         self.errlog = os.path.join(dirpath, f"{name}.qemu.log")
         with open(self.errlog, "w") as err:
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=subprocess.STDOUT,
-                                         preexec_fn=kill_with_parent)
+                                         preexec_fn=kill_with_parent, env=env)
         guard.track(self.proc)
         self.guard = guard
         self.pid = self.proc.pid
@@ -1546,7 +1503,7 @@ def contender_watch(logpath, pid):
 
 def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
     """Q1: guests before and after the peer starts, one with mem-merge=off,
-    one with -sandbox on, one the host's management churns (QMP); the window
+    one with -sandbox on, one whose QEMU churns its own mm; the window
     runs --tenant-window s from the peer's start, the savings sampled every
     0.5 s. Q2: guests that boot while the peer runs; their CPU to the
     marker."""
@@ -1557,22 +1514,23 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
     image = args.tenant_image
     tdir = tempfile.mkdtemp(prefix="ksmt2-tenants-")
     tenants = {}
-    churner = None
+    churned = None
     sampler = None
     watch = None
     merging = None
     try:
         reset_ksm(guard, set(peer.own_pids()))
 
-        def start(name, seed, machine, sandbox, qmp, shared):
-            tenants[name] = Tenant(guard, image, tdir, name, seed, machine, sandbox, qmp, shared)
+        def start(name, seed, machine, sandbox, churn, shared):
+            tenants[name] = Tenant(guard, image, tdir, name, seed, machine, sandbox,
+                                   (churn_preload(args.workload), args.tenant_churn) if churn else None, shared)
             return tenants[name]
 
         # Before the peer: booted to their marker with ksmd off, so the peer
         # meets mergeable memory it did not see arrive.
-        for i, (name, early, machine, sandbox, qmp, shared) in enumerate(guests):
+        for i, (name, early, machine, sandbox, churn, shared) in enumerate(guests):
             if early:
-                start(name, i + 1, machine, sandbox, qmp, shared)
+                start(name, i + 1, machine, sandbox, churn, shared)
         if tenants:
             wait_tenants_ready(list(tenants.values()), args.tenant_boot_timeout)
         c0 = ksm_counters()
@@ -1591,14 +1549,13 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
         logpath = getattr(peer, "logpath", None) if daemon_pid else None
         time.sleep(args.settle)
         late = []
-        for i, (name, early, machine, sandbox, qmp, shared) in enumerate(guests):
+        for i, (name, early, machine, sandbox, churn, shared) in enumerate(guests):
             if not early:
-                late.append(start(name, i + 1, machine, sandbox, qmp, shared))
-                if qmp:
-                    churner = QmpChurner(tenants[name].qmp, args.tenant_churn)
-                    churner.start()
+                late.append(start(name, i + 1, machine, sandbox, churn, shared))
+                if churn:
+                    churned = tenants[name]
         merging.pids = [t.pid for t in tenants.values()]
-        if logpath and churner:
+        if logpath and churned:
             watch = contender_watch(logpath, tenants["contended"].pid)
         wait_tenants_ready(late, args.tenant_boot_timeout)
         if base == "Q1":
@@ -1652,16 +1609,15 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
             matched = sum(g["cpu_to_marker_s"] for n, g in guests_out.items() if n.startswith("boot"))
             unmatched = sum(g["cpu_to_marker_s"] for n, g in guests_out.items() if n.startswith("ref"))
             result["paired_ratio"] = matched / unmatched if unmatched else None
-        if churner:
-            churner.stop()
-            result["churn"] = {"pairs": churner.pairs, "error": churner.error,
-                               "secs": (churner.t_end - churner.t_start) if churner.t_start else None,
-                               "started_s": (churner.t_start - t0) if churner.t_start else None}
+        if churned:
+            done = churn_report(churned.errlog)
+            result["churn"] = {"iterations": done[0] if done else None, "secs": done[1] if done else None,
+                               "started_s": churned.t_started - t0}
         if watch:
             watch.stop()
             result["contended_events"] = watch.events(t0)
     finally:
-        for o in (sampler, churner, watch, merging):
+        for o in (sampler, watch, merging):
             if o is not None and o.is_alive():
                 o.stop()
         try:
@@ -1810,8 +1766,11 @@ def print_table(scn_name, by_peer, timeout, out):
                 extra = ""
                 if r.get("churn"):
                     c = r["churn"]
-                    extra += f"; QMP churn {c['pairs']} object-add/del pairs in {fmt(c['secs'], '{:.0f}')}s" + \
-                             (f" ({c['error']})" if c["error"] else "")
+                    if "pairs" in c:  # results before the churn thread: QMP object-add/del
+                        extra += f"; QMP churn {c['pairs']} object-add/del pairs in {fmt(c['secs'], '{:.0f}')}s"
+                    else:
+                        extra += (f"; churn thread {c['iterations']} mmap/munmap in {c['secs']:.0f}s"
+                                  if c.get("iterations") is not None else "; churn thread did not finish")
                 if r.get("contended_events"):
                     extra += "; " + fmt_events(r["contended_events"])
                 print(f"  {peer} run {r['repeat']}: merging pages per guest: {gs}{extra}", file=out)
@@ -2293,8 +2252,9 @@ def main():
                          "workload; \"\" for none)")
     ap.add_argument("--tenant-window", type=float, default=150.0,
                     help="Q1: the window from the peer's start to the savings read at its end, s (default 150)")
-    ap.add_argument("--tenant-churn", type=float, default=60.0,
-                    help="Q1: how long the host churns the contended guest over QMP from its start, s (default 60)")
+    ap.add_argument("--tenant-churn", type=float, default=30.0,
+                    help="Q1: how long the contended guest's QEMU churns its own mm from its start, s (default 30: "
+                         "one episode, over before its readmission 20 s after its exclusion)")
     ap.add_argument("--tenant-boot-timeout", type=float, default=300.0,
                     help="Q1/Q2: bound on the guests' boot to their marker, s (default 300)")
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target fails (default: report only)")
@@ -2348,6 +2308,9 @@ def main():
             log("SKIP: the QEMU scenarios need qemu-system-x86_64 (package qemu-system-x86)")
             return 77
         args.tenant_image = tenant_image()
+        if "Q1" in map(base_scenario, scenarios) and not os.access(churn_preload(args.workload), os.R_OK):
+            log(f"missing {churn_preload(args.workload)}: build first (.ci/build)")
+            return 1
     outdir = args.output or tempfile.mkdtemp(prefix="ksm-tuning-bench-")
     os.makedirs(outdir, exist_ok=True)
     peers = []
