@@ -292,7 +292,12 @@ static int64_t contender_yield_swap(Controller *c, const ModelContender *x, uint
 }
 
 /* An exclusion or a readmission changes what the process has merged: its
- * yield is looked at anew from the next window that shows it. */
+ * yield is looked at anew from the next window that shows it. Not from the
+ * count at the exclusion either: ksm_merging_pages does not fall when the
+ * daemon unmarks the ranges (MADV_UNMERGEABLE breaks the sharing, but the
+ * rmap items, which the count follows, go only when ksmd next passes the
+ * mm). Seen in Q1: a guest showed the same 10,903 merged pages before its
+ * exclusion and after its readmission, and was judged again at once. */
 static void contender_yield_forget(Controller *c, int pid, uint64_t start_time_ticks) {
         for (size_t i = 0; i < CONTROLLER_MAX_YIELDS; i++)
                 if (c->yields[i].pid == pid && c->yields[i].start_time_ticks == start_time_ticks)
