@@ -376,6 +376,10 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                  * own mm: excluded before it merged, never merged). */
                 if (x->entered_seen && m->window_full_scans < x->entered_full_scans + 2)
                         continue;
+                /* Already out, or no room to take it out: nothing to
+                 * look at again. */
+                if (exclusion_find(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
+                        continue;
                 /* Nor while its merged pages still grow: a guest still
                  * booting has few merged yet, and blocks ksmd on a host
                  * whose CPUs its vCPUs oversubscribe (a writer preempted
@@ -389,9 +393,6 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                         c->follow_until_usec = now + CONTROLLER_FOLLOW_USEC;
                         continue;
                 }
-                if (exclusion_find(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
-                        continue;
-
                 char blocked_text[64];
                 if (on_visits)
                         snprintf(blocked_text, sizeof blocked_text, "ksmd blocked %.0f%% of its time on it (%.0f%% of all its time)",

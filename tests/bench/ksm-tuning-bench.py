@@ -1351,7 +1351,6 @@ class Tenant:
         says why QMP cannot make QEMU do that)."""
         self.name = name
         self.console = os.path.join(dirpath, f"{name}.console")
-        self.churn = churn
         qemu = shutil.which("qemu-system-x86_64")
         if not qemu:
             raise RuntimeError("qemu-system-x86_64 not installed (package qemu-system-x86)")

@@ -852,6 +852,8 @@ static void test_contention_excludes_and_readmits(void **state) {
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
+        /* nor is it followed with quick windows while it is out */
+        assert_false(x.c.follow_until_usec > x.s.time_usec);
 
         /* readmitted after ReadmitAfter */
         for (int i = 0; i < 125 && x.plan.n_actions == 0; i++)
