@@ -39,7 +39,9 @@
  * wakeup that finds the bucket dry waits PROC_EVENTS_STORM_USEC: then one
  * batch holds the storm's events of that time, and a child that forked and
  * exited within it is never read (2.7-3.7% of a core, measured, in the
- * storm above, with verdicts up to 50 ms late while it lasts). */
+ * storm above, with verdicts up to 50 ms late while it lasts). How many
+ * children were read alive then still hung on whether the bucket ran dry;
+ * discovery.c holds fork-only children FORK_HOLD_USEC for that. */
 #define PROC_EVENTS_DRAIN_USEC (1500)
 #define PROC_EVENTS_DRAIN_BURST 256
 #define PROC_EVENTS_STORM_USEC (50 * USEC_PER_MSEC)

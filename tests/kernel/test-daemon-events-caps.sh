@@ -4,7 +4,8 @@
 # the capability bounding set of the shipped unit (systemd/ksmtuned2.service.in,
 # no CAP_NET_ADMIN), and a process started after it is in its model within
 # 2 s although Interval= is an hour and the resync two minutes away: only a
-# live proc event can put it there. Since Linux 6.6 joining the connector's
+# live proc event can put it there. So is a child that forked and never
+# exec'd (read after discovery's fork hold, not at once). Since Linux 6.6 joining the connector's
 # group needs no capability (drivers/connector/connector.c cn_bind(), cn_proc.c
 # cn_proc_mcast_ctl(): initial user and PID namespaces only). Before 6.6 the
 # daemon must say it polls, and why. --dry-run and Tracepoints=no: no KSM
@@ -14,7 +15,8 @@ set -u
 command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
 tmp=$(mktemp -d)
 pid= probe=
-trap '[ -n "$pid" ] && kill -KILL $pid 2>/dev/null; [ -n "$probe" ] && kill -KILL $probe 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+forker=
+trap '[ -n "$pid" ] && kill -KILL $pid 2>/dev/null; [ -n "$probe" ] && kill -KILL $probe 2>/dev/null; [ -n "$forker" ] && pkill -KILL -s $forker 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; grep -v "leave-alone: no policy" "$tmp/log" | tail -30 >&2; exit 1; }
 
 unit=$SOURCE_ROOT/systemd/ksmtuned2.service.in
@@ -26,6 +28,8 @@ for c in $caps; do c=${c#CAP_}; bset="$bset,+${c,,}"; done
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
 cp /bin/sleep "$tmp/ksmsl-probe"
+cp /bin/bash "$tmp/ksmsl-fork"
+mkfifo "$tmp/fifo"
 cat > "$tmp/policy.d/50-probe.policy" <<POLICY
 [Match]
 Comm=ksmsl-probe
@@ -64,3 +68,26 @@ seen=
 for _ in $(seq 40); do grep -q "pid $probe (ksmsl-probe)" "$tmp/log" && { seen=1; break; }; sleep 0.05; done
 [ -n "$seen" ] || fail "pid $probe started after the daemon is not in its model within 2 s"
 echo "ok: Linux $major.$minor, bounding set $caps: live proc events; $(grep -o "pid $probe (ksmsl-probe).*" "$tmp/log" | head -1)"
+
+# A child that forks and never execs: a bash subshell running the builtin
+# read, which blocks on the fifo until the parent is killed with its session.
+setsid "$tmp/ksmsl-fork" -c '( read -r -t 60 _ <> "$1" ) & echo $! > "$2"; wait' _ "$tmp/fifo" "$tmp/child" &
+forker=$!
+for _ in $(seq 40); do [ -s "$tmp/child" ] && break; sleep 0.05; done
+child=$(cat "$tmp/child" 2>/dev/null)
+[ -n "$child" ] || fail "the forking probe did not start"
+grep -q ksmsl-fork "/proc/$child/comm" || fail "pid $child is not the fork-only child"
+# Waited for without forking (builtins only): any fork here would be a
+# proc event that reads the held child in passing, and the test would not
+# see whether the hold's own timer reads it.
+mkfifo "$tmp/tick"
+exec 9<> "$tmp/tick"
+seen=
+for _ in $(seq 40); do
+        mapfile -t lines < "$tmp/log"
+        for l in "${lines[@]}"; do [[ $l == *"pid $child (ksmsl-fork)"* ]] && { seen=1; break; }; done
+        [ -n "$seen" ] && break
+        read -r -t 0.05 -u 9 _
+done
+[ -n "$seen" ] || fail "fork-only child $child is not in the model within 2 s"
+echo "ok: a fork-only child: $(grep -o "pid $child (ksmsl-fork).*" "$tmp/log" | head -1)"
