@@ -687,11 +687,16 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         }
 
         smart_scan_step(t, s, log, plan);
-        if (!controller_quick_windows(&t->controller, s->time_usec) && !tracer_window_active(t->tracer))
-                disarm_windows(t);
-        maybe_start_window(t, s, cfg);
         *ret_next_usec = controller_next_interval_usec(&t->controller, cfg, config->interval_usec);
         return 0;
+}
+
+void tuner_tick_windows(Tuner *t, const Snapshot *s, const Config *config) {
+        if (!t || !s->ksm_present)
+                return;
+        if (!controller_quick_windows(&t->controller, s->time_usec) && !tracer_window_active(t->tracer))
+                disarm_windows(t);
+        maybe_start_window(t, s, &config->tuning);
 }
 
 void tuner_quiesce(Tuner *t) {

@@ -35,6 +35,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Tuner *, tuner_free);
 int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *log, Plan *plan,
                uint64_t *ret_next_usec);
 
+/* After the tick's plan is applied: switches the contention window events
+ * on or off as the tick's mode asks and starts a window when one is due.
+ * Switching costs the loop 10-100 ms on a paravirtualised VM, so it comes
+ * after the knobs are written, not before: a burst's ksmd starts scanning
+ * at once and a back-off slows it at once. */
+void tuner_tick_windows(Tuner *t, const Snapshot *s, const Config *config);
+
 /* Paused: a window in progress is dropped and the window events are
  * switched off (armed, every mmap lock call on the host passes through
  * them), until the next tick. */
