@@ -132,9 +132,11 @@ typedef struct Controller {
         size_t n_exclusions;
         ContenderYield yields[CONTROLLER_MAX_YIELDS];
         /* A contender met every condition but a second look at its merged
-         * pages: ticks and windows at the burst's pace until then (a
-         * window catches ksmd at one process's pages only while the scan
-         * is there), judged on the window that shows it again. */
+         * pages, or every one but its blocked share while too little of
+         * ksmd's time on it was seen to tell that share: ticks and windows
+         * at the burst's pace until then (a window catches ksmd at one
+         * process's pages only while the scan is there), judged on the
+         * windows that show it again. */
         uint64_t follow_until_usec;
 } Controller;
 

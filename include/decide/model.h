@@ -55,6 +55,9 @@ typedef struct ModelContender {
          * the process costs ksmd's scan of it however many others ksmd
          * scans too; 0 while they hold too little of it to tell */
         double scan_blocked_fraction;
+        /* ksmd's time on it so far is too little to tell that share (and
+         * scan_blocked_fraction is 0 for that reason): worth more windows */
+        bool scan_evidence_short;
         double trylock_failure_fraction;/* of ksmd's tries on this mm */
         uint64_t ksmd_trylock_failures;
         double write_locks_per_sec;

@@ -354,8 +354,10 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         for (size_t i = 0; i < t->model.n_contenders; i++) {
                 ModelContender *x = &t->model.contenders[i];
                 contender_facts(t, x);
-                char on_it[48] = "too little of its time on it seen yet";
-                if (x->scan_blocked_fraction > 0)
+                char on_it[48] = "its time on it not used";
+                if (x->scan_evidence_short)
+                        strscpy(on_it, sizeof on_it, "too little of its time on it seen yet");
+                else if (x->scan_blocked_fraction > 0)
                         snprintf(on_it, sizeof on_it, "%.0f%% of its time on it", x->scan_blocked_fraction * 100.0);
                 log_debug("contender pid %d (%s): ksmd blocked %.0f%% of the window, %s, %.0f write locks/s, "
                           "%" PRIi64 " pages merged%s",

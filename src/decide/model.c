@@ -440,9 +440,12 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                  * under VMA locks: it takes the mmap lock a few times a
                  * VMA there, its work between them is not seen, and its
                  * waits would read as all of its time. */
-                if (ev && ev->on_nsec >= CONTENDER_MIN_SCAN_NSEC && ev->waits >= CONTENDER_MIN_WAITS &&
-                    m->lock_core != KSM_LOCK_CORE_PER_VMA)
-                        mc->scan_blocked_fraction = (double) ev->wait_nsec / (double) ev->on_nsec;
+                if (ev && m->lock_core != KSM_LOCK_CORE_PER_VMA) {
+                        if (ev->on_nsec >= CONTENDER_MIN_SCAN_NSEC && ev->waits >= CONTENDER_MIN_WAITS)
+                                mc->scan_blocked_fraction = (double) ev->wait_nsec / (double) ev->on_nsec;
+                        else
+                                mc->scan_evidence_short = true;
+                }
                 strscpy(mc->comm, sizeof mc->comm, h->comm);
         }
 }

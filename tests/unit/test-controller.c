@@ -1003,12 +1003,16 @@ static void test_contender_judged_by_visits(void **state) {
                                                       "(5% of all its time), 0 pages merged");
 
         /* four visits, 1.6 ms on it: too little to judge by ... */
+        assert_false(x.c.follow_until_usec > x.s.time_usec);
         model_add_window(&x.m, visited_window(39, 813, 4), x.s.time_usec, 200 * MS, 0);
         assert_int_equal(x.m.n_contenders, 1);
         assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0, 0);
+        assert_true(x.m.contenders[0].scan_evidence_short);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
+        /* ... so it is looked for again at the burst's pace ... */
+        assert_true(x.c.follow_until_usec > x.s.time_usec);
         /* ... until a later window adds to it */
         model_add_window(&x.m, visited_window(39, 813, 4), x.s.time_usec, 200 * MS, 0);
         assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0.25, 1e-9);
