@@ -138,10 +138,16 @@ typedef struct Controller {
          * process's pages only while the scan is there), judged on the
          * windows that show it again. */
         uint64_t follow_until_usec;
+        /* when a follow-up last began for want of evidence alone: at most
+         * one per CONTROLLER_SHORT_FOLLOW_GAP_USEC, so a process that keeps
+         * ksmd's visits to it too short to judge (a few pages, a tight
+         * mmap loop) cannot keep the windows armed for good */
+        uint64_t short_follow_usec;
 } Controller;
 
 /* How long a contender seen once is looked for again. */
 #define CONTROLLER_FOLLOW_USEC (30 * USEC_PER_SEC)
+#define CONTROLLER_SHORT_FOLLOW_GAP_USEC (2 * CONTROLLER_FOLLOW_USEC)
 
 /* Whether windows and ticks go at the burst's pace at now: bursting, or
  * following a contender seen once. */

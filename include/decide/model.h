@@ -56,8 +56,10 @@ typedef struct ModelContender {
          * scans too; 0 while they hold too little of it to tell */
         double scan_blocked_fraction;
         /* ksmd's time on it so far is too little to tell that share (and
-         * scan_blocked_fraction is 0 for that reason): worth more windows */
+         * scan_blocked_fraction is 0 for that reason); what it shows so
+         * far is scan_blocked_partial: worth more windows when that is high */
         bool scan_evidence_short;
+        double scan_blocked_partial;
         double trylock_failure_fraction;/* of ksmd's tries on this mm */
         uint64_t ksmd_trylock_failures;
         double write_locks_per_sec;

@@ -337,7 +337,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
         /* A quiet window was armed for itself alone; a burst's stay armed
-         * until the burst ends (tuner_tick), and so do those that follow
+         * until the burst ends (tuner_tick_windows), and so do those that follow
          * a contender seen once. */
         if (!controller_quick_windows(&t->controller, now))
                 disarm_windows(t);

@@ -372,24 +372,28 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                  * look at again. */
                 if (exclusion_find(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
                         continue;
-                if (share * 100.0 < cfg->exclude_blocked_percent) {
-                        /* Below the bar by what ksmd's scan of it has shown
-                         * so far, too little to tell: look again soon, or
-                         * the burst may end before a window shows more.
-                         * Seen in Q1: the churning guest seen in two
-                         * windows, 5% and 0% of them blocked, too little of
-                         * ksmd's time on it for its share; no window after
-                         * the burst, and it was never judged. */
-                        if (x->scan_evidence_short)
-                                c->follow_until_usec = now + CONTROLLER_FOLLOW_USEC;
-                        continue;
-                }
                 /* A page merges on its second look at the earliest: until
                  * two full scans after a process entered KSM, "0 pages
                  * merged" says nothing (seen in S3, the victim churning its
                  * own mm: excluded before it merged, never merged). */
                 if (x->entered_seen && m->window_full_scans < x->entered_full_scans + 2)
                         continue;
+                if (share * 100.0 < cfg->exclude_blocked_percent) {
+                        /* Below the bar for want of evidence only: what
+                         * little of ksmd's time on it was seen is over the
+                         * bar, too little to tell. Look again soon, or the
+                         * burst may end before a window shows more. Seen in
+                         * Q1: the churning guest seen in two windows, 5% and
+                         * 0% of them blocked; no window after the burst,
+                         * and it was never judged. At most one such
+                         * follow-up a minute, whoever asks. */
+                        if (x->scan_evidence_short && x->scan_blocked_partial * 100.0 >= cfg->exclude_blocked_percent &&
+                            (c->short_follow_usec == 0 || now - c->short_follow_usec >= CONTROLLER_SHORT_FOLLOW_GAP_USEC)) {
+                                c->short_follow_usec = now;
+                                c->follow_until_usec = MAX(c->follow_until_usec, now + CONTROLLER_FOLLOW_USEC);
+                        }
+                        continue;
+                }
                 /* Nor while its merged pages still grow: a guest still
                  * booting has few merged yet, and blocks ksmd on a host
                  * whose CPUs its vCPUs oversubscribe (a writer preempted

@@ -443,8 +443,11 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
                 if (ev && m->lock_core != KSM_LOCK_CORE_PER_VMA) {
                         if (ev->on_nsec >= CONTENDER_MIN_SCAN_NSEC && ev->waits >= CONTENDER_MIN_WAITS)
                                 mc->scan_blocked_fraction = (double) ev->wait_nsec / (double) ev->on_nsec;
-                        else
+                        else {
                                 mc->scan_evidence_short = true;
+                                mc->scan_blocked_partial =
+                                        ev->on_nsec > 0 ? (double) ev->wait_nsec / (double) ev->on_nsec : 0;
+                        }
                 }
                 strscpy(mc->comm, sizeof mc->comm, h->comm);
         }

@@ -1039,6 +1039,51 @@ static void test_contender_judged_by_visits(void **state) {
         plan_done(&x.plan);
 }
 
+/* A follow-up for want of evidence alone: only when what was seen is over
+ * the bar, and at most one a minute, whoever asks. */
+static void test_short_evidence_follow_bounded(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+
+        /* 25% of ksmd's short time on it blocked: under a 30% bar, no follow-up */
+        x.cfg.exclude_blocked_percent = 30;
+        model_add_window(&x.m, visited_window(39, 820, 4), x.s.time_usec, 200 * MS, 0);
+        assert_true(x.m.contenders[0].scan_evidence_short);
+        assert_float_equal(x.m.contenders[0].scan_blocked_partial, 0.25, 1e-9);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_false(x.c.follow_until_usec > x.s.time_usec);
+
+        /* over a 20% bar: followed */
+        x.cfg.exclude_blocked_percent = 20;
+        model_add_window(&x.m, visited_window(39, 821, 4), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        uint64_t until = x.c.follow_until_usec;
+        assert_true(until > x.s.time_usec);
+
+        /* another one 5 s later does not extend it ... */
+        model_add_window(&x.m, visited_window(39, 822, 4), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.c.follow_until_usec, until);
+        /* ... nor while the follow-up has lapsed, until a minute after the first */
+        for (int i = 0; i < 8; i++)
+                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        model_add_window(&x.m, visited_window(39, 823, 4), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_false(x.c.follow_until_usec > x.s.time_usec);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        model_add_window(&x.m, visited_window(39, 824, 4), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 0;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_true(x.c.follow_until_usec > x.s.time_usec);
+        plan_done(&x.plan);
+}
+
 static void test_trylock_kernel(void **state) {
         Sim x;
         ContentionWindow w;
@@ -1285,7 +1330,10 @@ int main(void) {
                 cmocka_unit_test(test_pressure_raises_budget),
                 cmocka_unit_test(test_contention_excludes_and_readmits),
                 cmocka_unit_test(test_window_share_of_work),
-                cmocka_unit_test(test_contender_judged_by_visits), cmocka_unit_test(test_contender_still_merging), cmocka_unit_test(test_trylock_kernel),
+                cmocka_unit_test(test_contender_judged_by_visits),
+                cmocka_unit_test(test_short_evidence_follow_bounded),
+                cmocka_unit_test(test_contender_still_merging),
+                cmocka_unit_test(test_trylock_kernel),
                 cmocka_unit_test(test_advisor),
                 cmocka_unit_test(test_recorded_s1),
                 cmocka_unit_test(test_unmet_memory_bursts),
