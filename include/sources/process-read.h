@@ -21,13 +21,6 @@ int process_read_facts(const Root *root, int pid, Process *p);
 #define PROCESS_READ_KEEP_EXE 1u
 int process_read_facts_flags(const Root *root, int pid, Process *p, unsigned flags);
 
-/* A child just forked from parent (which is known): reads only what fork
- * does not copy (stat: start time, ppid; cgroup: clone3 may place a child
- * elsewhere) and takes exe, uids, anon RSS (shared copy-on-write pages count
- * in both) and the command line from the parent. An exec event reads it all
- * again. -ESRCH when gone, -ENOMEM. */
-int process_read_forked(const Root *root, int pid, const Process *parent, Process *p);
-
 /* The identity of the process behind pid_dirfd as it is now (process.h),
  * with its privilege facts (dumpable, AT_SECURE) when privilege is set, for
  * the check at action time. -ESRCH when gone, -ENOMEM. */

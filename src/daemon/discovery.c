@@ -35,7 +35,8 @@
  * are gone by then, so they cost nothing. Reading every one alive made the
  * daemon's CPU in a fork storm depend on whether the proc-events bucket
  * ran dry (3-12% of a core at 500 forks/s, test-daemon-enter-storm.sh).
- * An exec, rename or uid change of the child reads it at once as before. */
+ * An exec or uid change of the child reads it at once as before (a rename
+ * of a process not in the table yet is no event to discovery). */
 #define FORK_HOLD_USEC (100 * USEC_PER_MSEC)
 #define FORK_HOLD_ACCURACY_USEC (10 * USEC_PER_MSEC)
 
@@ -428,34 +429,6 @@ static int refresh_pid(Discovery *d, int pid, uint64_t exec_ns) {
         return refresh_pid_flags(d, pid, exec_ns, 0);
 }
 
-/* A fork (not followed by an exec yet) of a known parent: the child's
- * facts are mostly the parent's. -EAGAIN when the slow path is needed. */
-static int refresh_forked(Discovery *d, int pid, int parent_pid) {
-        Process *p, *parent;
-        bool created;
-
-        if (process_table_get(d->table, pid))
-                return -EAGAIN;
-        parent = process_table_get(d->table, parent_pid);
-        if (!parent || !parent->facts_usec || parent->kthread)
-                return -EAGAIN;
-        int r = process_table_ensure(d->table, pid, &p, &created);
-        if (r < 0)
-                return r;
-        r = process_read_forked(d->root, pid, parent, p);
-        if (r == -ENOMEM)
-                return r;
-        if (r < 0) {
-                drop_process(d, pid);
-                return r == -EAGAIN ? r : 0;
-        }
-        p->generation = d->generation;
-        r = classify_one(d, p);
-        if (r < 0)
-                return r;
-        return 1;
-}
-
 static int pending_add_full(Discovery *d, int pid, int parent_pid, uint64_t exec_ns, bool exited) {
         if (greedy_realloc((void **) &d->pending, &d->n_pending_alloc, d->n_pending + 1, sizeof *d->pending, 256) < 0)
                 return -ENOMEM;
@@ -590,9 +563,10 @@ static void on_batch(void *userdata) {
                         due = MIN(due, d->pending[fork_at].at_usec + FORK_HOLD_USEC);
                         continue;
                 }
-                int r = fork_only && parent > 0 ? refresh_forked(d, pid, parent) : -EAGAIN;
-                if (r == -EAGAIN)
-                        r = refresh_pid(d, pid, exec_ns);
+                /* A held child read in full, not copied from its parent:
+                 * in 100 ms the parent may have exec'd, changed its uid,
+                 * or exited and its pid gone to another process. */
+                int r = refresh_pid(d, pid, exec_ns);
                 if (r == -ENOMEM)
                         log_oom();
         }

@@ -245,48 +245,6 @@ int process_read_facts(const Root *root, int pid, Process *p) {
         return process_read_facts_flags(root, pid, p, 0);
 }
 
-static char *strdup_or_null(const char *s, bool *oom) {
-        if (!s)
-                return NULL;
-        char *c = strdup(s);
-        if (!c)
-                *oom = true;
-        return c;
-}
-
-int process_read_forked(const Root *root, int pid, const Process *parent, Process *p) {
-        _cleanup_close_ int dfd = -EBADF;
-        _cleanup_free_ char *cg = NULL, *unit = NULL, *vm = NULL;
-        ProcStat st;
-        bool oom = false;
-        int r;
-
-        r = open_live_pid(root, pid, &dfd, &st);
-        if (r < 0)
-                return r;
-        r = read_placement(dfd, &cg, &unit, &vm);
-        if (r < 0)
-                return r;
-
-        process_reset(p, pid);
-        set_stat_facts(p, &st);
-        p->threads = (unsigned) MAX(st.num_threads, 1);
-        p->uid = parent->uid;
-        p->euid = parent->euid;
-        p->identity = parent->identity; /* fork copies the mm's layout and the credentials */
-        p->rss_anon_kib = parent->rss_anon_kib;
-        p->exe = strdup_or_null(parent->exe, &oom);
-        p->cmdline = strdup_or_null(parent->cmdline, &oom);
-        p->cmdline_read = parent->cmdline_read;
-        p->cgroup = TAKE_PTR(cg);
-        p->unit = TAKE_PTR(unit);
-        p->vm_name = TAKE_PTR(vm);
-        if (oom)
-                return -ENOMEM;
-        set_facts_read(p);
-        return 0;
-}
-
 int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *ret_merging_pages) {
         _cleanup_close_ int dfd = -EBADF;
         int r;

@@ -89,5 +89,6 @@ for _ in $(seq 40); do
         [ -n "$seen" ] && break
         read -r -t 0.05 -u 9 _
 done
+exec 9<&-
 [ -n "$seen" ] || fail "fork-only child $child is not in the model within 2 s"
 echo "ok: a fork-only child: $(grep -o "pid $child (ksmsl-fork).*" "$tmp/log" | head -1)"

@@ -134,28 +134,6 @@ static void test_read_facts(void **state) {
         assert_string_equal(p.unit, "session-1.scope");
         assert_null(p.vm_name);
 
-        /* a fork of a known parent: stat and cgroup read, the rest copied */
-        write_proc(&t, 4444, "qemu-child", 0, 6000, "0::/machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/vcpu0\n");
-        fake_remove(&t, "proc/4444/status"); /* not read on this path */
-        Process parent = {};
-        assert_int_equal(process_read_facts(root, 4242, &parent), 0);
-        parent.cmdline = strdup("/usr/bin/qemu-system-x86_64 -name web01");
-        parent.cmdline_read = true;
-        Process child = {};
-        assert_int_equal(process_read_forked(root, 4444, &parent, &child), 0);
-        assert_int_equal(child.pid, 4444);
-        assert_int_equal(child.start_time_ticks, 6000);
-        assert_string_equal(child.comm, "qemu-child");
-        assert_string_equal(child.exe, parent.exe);
-        assert_int_equal(child.euid, parent.euid);
-        assert_string_equal(child.cmdline, parent.cmdline);
-        assert_true(child.cmdline_read);
-        assert_string_equal(child.cgroup, "machine.slice/machine-qemu\\x2d3\\x2dweb01.scope/libvirt/vcpu0");
-        assert_string_equal(child.vm_name, "web01");
-        assert_int_equal(process_read_forked(root, 31337, &parent, &child), -ESRCH);
-        process_done(&child);
-        process_done(&parent);
-
         /* a binary replaced by an upgrade */
         char link2[512];
         write_proc(&t, 4343, "sshd", 0, 77, "0::/system.slice/ssh.service\n");
