@@ -46,7 +46,7 @@ static bool slow_backing_off(const Process *p, uint64_t now) {
 
 typedef struct Pending {
         int pid;
-        int parent_pid;         /* a fork event's parent, 0 for other events */
+        bool forked;            /* a fork event (of a known parent pid) */
         bool exited;
         uint64_t exec_ns;       /* kernel timestamp of an exec event, 0 for others */
         uint64_t seq;           /* arrival order */
@@ -429,16 +429,16 @@ static int refresh_pid(Discovery *d, int pid, uint64_t exec_ns) {
         return refresh_pid_flags(d, pid, exec_ns, 0);
 }
 
-static int pending_add_full(Discovery *d, int pid, int parent_pid, uint64_t exec_ns, bool exited) {
+static int pending_add_full(Discovery *d, int pid, bool forked, uint64_t exec_ns, bool exited) {
         if (greedy_realloc((void **) &d->pending, &d->n_pending_alloc, d->n_pending + 1, sizeof *d->pending, 256) < 0)
                 return -ENOMEM;
-        d->pending[d->n_pending++] = (Pending) { pid, parent_pid, exited, exec_ns, d->pending_seq++,
+        d->pending[d->n_pending++] = (Pending) { pid, forked, exited, exec_ns, d->pending_seq++,
                                                  now_usec(CLOCK_MONOTONIC) };
         return 0;
 }
 
 static int pending_add(Discovery *d, int pid, uint64_t exec_ns, bool exited) {
-        return pending_add_full(d, pid, 0, exec_ns, exited);
+        return pending_add_full(d, pid, false, exec_ns, exited);
 }
 
 static void on_event(const ProcEvent *ev, void *userdata) {
@@ -456,7 +456,7 @@ static void on_event(const ProcEvent *ev, void *userdata) {
         }
         switch (ev->type) {
         case PROC_EV_FORK:
-                (void) pending_add_full(d, ev->pid, ev->parent_pid > 0 ? ev->parent_pid : 0, 0, false);
+                (void) pending_add_full(d, ev->pid, ev->parent_pid > 0, 0, false);
                 break;
         case PROC_EV_UID:
                 (void) pending_add(d, ev->pid, 0, false);
@@ -507,17 +507,11 @@ static int on_hold_due(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* Wakes on_batch when the earliest held fork is due. */
 static void hold_arm(Discovery *d, uint64_t due) {
-        int r;
-        if (!d->hold_source) {
-                r = sd_event_add_time(d->event, &d->hold_source, CLOCK_MONOTONIC, due, FORK_HOLD_ACCURACY_USEC,
-                                      on_hold_due, d);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(d->hold_source, SD_EVENT_ONESHOT);
-        } else {
-                r = sd_event_source_set_time(d->hold_source, due);
-                if (r >= 0)
-                        r = sd_event_source_set_enabled(d->hold_source, SD_EVENT_ONESHOT);
-        }
+        int r = d->hold_source ? sd_event_source_set_time(d->hold_source, due)
+                               : sd_event_add_time(d->event, &d->hold_source, CLOCK_MONOTONIC, due,
+                                                   FORK_HOLD_ACCURACY_USEC, on_hold_due, d);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(d->hold_source, SD_EVENT_ONESHOT);
         if (r < 0)
                 /* Not lost: the next batch or Interval='s scan reads them. */
                 log_debug_errno(r, "Cannot arm the held forks' timer: %m");
@@ -535,9 +529,9 @@ static void on_batch(void *userdata) {
          * batch is not in the table any more and costs nothing. */
         qsort(d->pending, d->n_pending, sizeof *d->pending, pending_cmp);
         for (size_t i = 0; i < d->n_pending;) {
-                int pid = d->pending[i].pid, parent = 0;
+                int pid = d->pending[i].pid;
                 uint64_t exec_ns = 0;
-                bool exited = false, fork_only = true;
+                bool exited = false, forked = false, fork_only = true;
                 size_t fork_at = i;
                 /* Only what followed the last exit counts (a pid reused
                  * within one batch); a process that forked, exec'd and
@@ -546,18 +540,18 @@ static void on_batch(void *userdata) {
                         const Pending *e = &d->pending[i];
                         exited = e->exited;
                         if (exited) {
-                                exec_ns = 0, parent = 0, fork_only = true;
+                                exec_ns = 0, forked = false, fork_only = true;
                                 continue;
                         }
                         exec_ns = MAX(exec_ns, e->exec_ns);
-                        if (e->parent_pid > 0)
-                                parent = e->parent_pid, fork_at = i;
+                        if (e->forked)
+                                forked = true, fork_at = i;
                         else
                                 fork_only = false;
                 }
                 if (exited)
                         continue;
-                if (fork_only && parent > 0 && now < d->pending[fork_at].at_usec + FORK_HOLD_USEC) {
+                if (fork_only && forked && now < d->pending[fork_at].at_usec + FORK_HOLD_USEC) {
                         /* kept <= fork_at: the array is compacted in place. */
                         d->pending[kept++] = d->pending[fork_at];
                         due = MIN(due, d->pending[fork_at].at_usec + FORK_HOLD_USEC);
