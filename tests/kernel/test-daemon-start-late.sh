@@ -14,13 +14,15 @@
 # no second ksm_enter for an mm): merged within one Interval= (the next tick,
 # where the daemon reads its RSS) plus the bound; and 6. a merged victim
 # exits while the daemon is SIGKILLed and ksmd stopped, a new one enters,
-# and the daemon restarts: it cannot see the departure.
+# and the daemon restarts: it cannot see the departure; 7. it appeared while
+# the configuration file said Mode=observe, and the file is edited to auto
+# and reloaded (SIGHUP).
 # The daemon runs at the shipped Interval= (5 s) with a policy that matches
 # this build's ksm-workload (not another checkout's) and never touches it
 # (Method=none): it only tunes.
 # Timed from the daemon's exec, the restart's exec (daemon_exec_ms: not from
 # before the readiness waiter's python start, which took ~0.5 s of the ~1 s
-# bound on this machine), the resume, the set-mode.
+# bound on this machine), the resume, the set-mode, the reload.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
@@ -206,6 +208,29 @@ t0=$daemon_exec_ms
 took=$(wait_merged "$victim_pid" "$t0" "$bound_ms") ||
         fail "restart after a departure: victim merged $(cat /proc/$victim_pid/ksm_merging_pages)/8192 pages in $took ms, bound $bound_ms ms"
 echo "ok: restart after a merged victim ($departed pages) exited unseen: merged in $took ms (bound $bound_ms ms)"
+
+# 7. A reload: the configuration file said Mode=observe while a victim
+# appeared, the administrator edits it to Mode=auto and reloads (SIGHUP, as
+# `systemctl reload` does). The file's mode wins over the running one, and
+# what ksmd met meanwhile is unknown to the controller as after set-mode.
+backoffs=0     # $log is this daemon's since part 6: its first back-off is part 6's burst's
+wait_for 30 backed_off || fail "part 6's burst did not back off within 30 s"
+sed -i 's/^LogLevel=debug$/LogLevel=debug\nMode=observe/' "$tmp/k.conf"
+kill -HUP "$daemon_pid"
+wait_for 10 grep -q "mode observe (was auto)" "$log" || fail "reload: Mode=observe from the file not taken"
+echo 0 > $KSM/run
+stop_victim
+start_victim 37
+# observe decides (a burst it does not carry out) and backs off again
+sleep 3
+[ "$(cat /proc/$victim_pid/ksm_merging_pages)" = 0 ] || fail "reload: victim merged while observing with ksmd off"
+sed -i '/^Mode=observe$/d' "$tmp/k.conf"
+t0=$(ms)
+kill -HUP "$daemon_pid"
+took=$(wait_merged "$victim_pid" "$t0" "$bound_ms") ||
+        fail "reload to Mode=auto: victim merged $(cat /proc/$victim_pid/ksm_merging_pages)/8192 pages in $took ms, bound $bound_ms ms"
+grep -q "mode auto (was observe)" "$log" || fail "reload: the file's Mode=auto not taken"
+echo "ok: observe by the file + reload to auto: merged in $took ms (bound $bound_ms ms)"
 
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
