@@ -150,16 +150,33 @@ typedef struct MergeRestoreEntry {
 typedef struct MergeRestoreBook {
         MergeRestoreEntry *entries;
         size_t n, alloc;
+        /* Written again at each change, so that an instance started after
+         * this one was killed restores what the processes had (the
+         * controller's exclusions outlive a SIGKILL: exclusion journal).
+         * NULL: not persisted. */
+        char *path;
 } MergeRestoreBook;
 
 /* At most this many processes are remembered; the oldest goes first. */
 #define MERGE_RESTORE_MAX 1024
 
 void merge_restore_book_done(MergeRestoreBook *b);
+/* One line per process: "PID START_TIME_TICKS any|ranges OURS(0|1)
+ * [START-END ...]", addresses in hex. NULL on ENOMEM. */
+char *merge_restore_book_format(const MergeRestoreBook *b);
+/* Adds the lines of text to b (a process already in b is replaced). A line
+ * that does not parse is skipped with a warning naming name and its line.
+ * The number of processes taken, or -ENOMEM. */
+int merge_restore_book_parse(MergeRestoreBook *b, const char *text, const char *name);
+/* Reads path (none yet is an empty book), keeps the processes that still
+ * run with the same start time (root NULL: all), and persists b at path
+ * from now on. The number of processes kept, or a negative errno. */
+int merge_restore_book_load(MergeRestoreBook *b, const char *path, const Root *root);
 const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, uint64_t start_time_ticks);
 
 typedef struct MergeContext {
         MergeRestoreBook *restore;      /* NULL: switching on is always whole-mm (or all anon ranges) */
+        const char *restore_path;       /* merge_worker_start(): the book's file (RuntimeDirectory=); NULL none */
         const struct MergeLedger *ledger; /* what the daemon switched on, for MergeRestoreEntry.ours; NULL */
         const Root *root;
         const Probe *probe;

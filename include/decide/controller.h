@@ -130,6 +130,7 @@ typedef struct Controller {
 
         Exclusion exclusions[CONTROLLER_MAX_EXCLUSIONS];
         size_t n_exclusions;
+        uint64_t exclusions_gen;        /* bumped whenever the exclusions change: the manager persists them */
         ContenderYield yields[CONTROLLER_MAX_YIELDS];
         /* A contender met every condition but a second look at its merged
          * pages, or every one but its blocked share while too little of
@@ -177,4 +178,11 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
 /* When the next tick is due: BurstInterval while bursting or decaying,
  * default_usec otherwise. */
 uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec);
+
+/* An exclusion an earlier instance made (the exclusion journal): kept as
+ * if made here at since_usec (CLOCK_MONOTONIC, clamped to now_usec), and
+ * readmitted when ReadmitAfter= from then is over. 1 adopted, 0 known
+ * already, -ENOSPC when CONTROLLER_MAX_EXCLUSIONS are out already. */
+int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks, uint64_t since_usec,
+                               const char *comm, uint64_t now_usec);
 

@@ -21,6 +21,9 @@ int write_string_at(int dirfd, const char *path, const char *value);
 int append_string_at(int dirfd, const char *path, const char *value);
 /* Atomic replace: write to a temporary file in the same directory, rename. */
 int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);
+/* A state file: text written as write_file_atomic() does, or the file
+ * removed when there is nothing to keep (NULL or ""; none there is fine). */
+int write_state_file(const char *path, const char *text, unsigned mode);
 /* The same without the fsync(2): atomic for readers (they see the old file
  * or the new one), not durable across a crash. For a file rewritten every
  * tick (the metrics), where a flush a second on a disk costs a journal

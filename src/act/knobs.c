@@ -90,15 +90,10 @@ static int journal_persist(const KnobJournal *j) {
         _cleanup_free_ char *text = NULL;
         if (!j->state_path)
                 return 0;
-        if (j->saved_mask == 0) {
-                if (unlink(j->state_path) < 0 && errno != ENOENT)
-                        return negative_errno();
-                return 0;
-        }
         text = knob_journal_format(j);
         if (!text)
                 return -ENOMEM;
-        return write_file_atomic(j->state_path, text, strlen(text), 0644);
+        return write_state_file(j->state_path, text, 0644);
 }
 
 int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k, uint64_t value, bool dry_run) {

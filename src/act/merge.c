@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fileio.h"
 #include "inject.h"
 #include "injector.h"
 #include "kernel-fixes.h"
@@ -722,39 +723,54 @@ void merge_restore_book_done(MergeRestoreBook *b) {
         for (size_t i = 0; i < b->n; i++)
                 map_list_done(&b->entries[i].ranges);
         free(b->entries);
+        free(b->path);
         *b = (MergeRestoreBook) {};
 }
 
-const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, uint64_t start_time_ticks) {
-        for (size_t i = 0; b && i < b->n; i++)
-                if (b->entries[i].pid == pid && b->entries[i].start_time_ticks == start_time_ticks)
-                        return &b->entries[i];
-        return NULL;
+char *merge_restore_book_format(const MergeRestoreBook *b) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < b->n; i++) {
+                const MergeRestoreEntry *e = &b->entries[i];
+                fprintf(f, "%d %" PRIu64 " %s %d", e->pid, e->start_time_ticks, e->merge_any ? "any" : "ranges",
+                        e->ours ? 1 : 0);
+                for (size_t k = 0; !e->merge_any && k < e->ranges.n; k++)
+                        fprintf(f, " %" PRIx64 "-%" PRIx64, e->ranges.ranges[k].start, e->ranges.ranges[k].end);
+                fputc('\n', f);
+        }
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
 }
 
-static void restore_forget(MergeRestoreBook *b, int pid) {
+static void restore_drop(MergeRestoreBook *b, size_t i) {
+        map_list_done(&b->entries[i].ranges);
+        memmove(&b->entries[i], &b->entries[i + 1], (b->n - i - 1) * sizeof *b->entries);
+        b->n--;
+}
+
+static bool restore_drop_pid(MergeRestoreBook *b, int pid) {
+        bool dropped = false;
         for (size_t i = 0; b && i < b->n;)
                 if (b->entries[i].pid == pid) {
-                        map_list_done(&b->entries[i].ranges);
-                        memmove(&b->entries[i], &b->entries[i + 1], (b->n - i - 1) * sizeof *b->entries);
-                        b->n--;
+                        restore_drop(b, i);
+                        dropped = true;
                 } else
                         i++;
+        return dropped;
 }
 
 /* Takes over *ranges. */
-static bool ledger_has(const MergeLedger *l, int pid, uint64_t start_time_ticks) {
-        for (size_t i = 0; l && i < l->n; i++)
-                if (l->entries[i].pid == pid && l->entries[i].start_time_ticks == start_time_ticks)
-                        return true;
-        return false;
-}
-
-static int restore_remember(MergeRestoreBook *b, int pid, uint64_t start_time_ticks, bool merge_any, bool ours,
-                            MapList *ranges) {
-        restore_forget(b, pid);
+static int restore_add(MergeRestoreBook *b, int pid, uint64_t start_time_ticks, bool merge_any, bool ours,
+                       MapList *ranges) {
+        (void) restore_drop_pid(b, pid);
         if (b->n >= MERGE_RESTORE_MAX)
-                restore_forget(b, b->entries[0].pid);
+                restore_drop(b, 0);
         if (greedy_realloc((void **) &b->entries, &b->alloc, b->n + 1, sizeof *b->entries, 16) < 0)
                 return -ENOMEM;
         b->entries[b->n++] = (MergeRestoreEntry) {
@@ -766,6 +782,160 @@ static int restore_remember(MergeRestoreBook *b, int pid, uint64_t start_time_ti
         };
         *ranges = (MapList) {};
         return 0;
+}
+
+/* "PID START any|ranges OURS [START-END ...]": 0, -EINVAL with *why set, or
+ * -ENOMEM. */
+static int restore_parse_line(MergeRestoreBook *b, char *line, const char **why) {
+        char *save = NULL, *tok;
+        char *fields[4];
+        uint64_t pid, start, ours;
+        _cleanup_(map_list_done) MapList ranges = {};
+
+        for (size_t i = 0; i < ELEMENTSOF(fields); i++) {
+                fields[i] = strtok_r(i == 0 ? line : NULL, " \t", &save);
+                if (!fields[i]) {
+                        *why = "fewer than 4 fields";
+                        return -EINVAL;
+                }
+        }
+        if (safe_atou64(fields[0], &pid) < 0 || pid == 0 || pid > INT32_MAX) {
+                *why = "not a pid";
+                return -EINVAL;
+        }
+        if (safe_atou64(fields[1], &start) < 0) {
+                *why = "not a start time";
+                return -EINVAL;
+        }
+        bool any = streq(fields[2], "any");
+        if (!any && !streq(fields[2], "ranges")) {
+                *why = "neither \"any\" nor \"ranges\"";
+                return -EINVAL;
+        }
+        if (safe_atou64(fields[3], &ours) < 0 || ours > 1) {
+                *why = "not 0 or 1";
+                return -EINVAL;
+        }
+        while ((tok = strtok_r(NULL, " \t", &save))) {
+                unsigned long long lo, hi;
+                int used = 0;
+                if (any || sscanf(tok, "%llx-%llx%n", &lo, &hi, &used) != 2 || tok[used] != 0 || lo >= hi) {
+                        *why = any ? "ranges after \"any\"" : "not a range START-END";
+                        return -EINVAL;
+                }
+                if (ranges.n >= 65536) {
+                        *why = "more than 65536 ranges";
+                        return -EINVAL;
+                }
+                MapRange *n = reallocarray(ranges.ranges, ranges.n + 1, sizeof *n);
+                if (!n)
+                        return -ENOMEM;
+                ranges.ranges = n;
+                ranges.ranges[ranges.n++] = (MapRange) { .start = lo, .end = hi, .mergeable = true };
+        }
+        if (!any && ranges.n == 0) {
+                *why = "\"ranges\" without any";
+                return -EINVAL;
+        }
+        return restore_add(b, (int) pid, start, any, ours == 1, &ranges);
+}
+
+int merge_restore_book_parse(MergeRestoreBook *b, const char *text, const char *name) {
+        _cleanup_free_ char *copy = strdup(text);
+        unsigned line_no = 0;
+        int n = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = copy, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                line_no++;
+                if (isempty(line))
+                        continue;
+                const char *why = NULL;
+                int r = restore_parse_line(b, line, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        log_warning("%s:%u: %s, line ignored.", name, line_no, why);
+                        continue;
+                }
+                n++;
+        }
+        return n;
+}
+
+static void restore_persist(const MergeRestoreBook *b) {
+        if (!b->path)
+                return;
+        _cleanup_free_ char *text = merge_restore_book_format(b);
+        int r = text ? write_state_file(b->path, text, 0600) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s (what excluded processes had, for their readmission "
+                                     "after a restart): %m", b->path);
+}
+
+int merge_restore_book_load(MergeRestoreBook *b, const char *path, const Root *root) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        free(b->path);
+        b->path = strdup(path);
+        if (!b->path)
+                return -ENOMEM;
+        r = read_full_file_at(AT_FDCWD, path, 16 * 1024 * 1024, &text, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        r = merge_restore_book_parse(b, text, path);
+        if (r < 0)
+                return r;
+        /* what was written for processes that are gone, or whose pid a
+         * new one has now, restores nothing */
+        size_t before = b->n;
+        for (size_t i = 0; root && i < b->n;) {
+                _cleanup_close_ int dfd = -EBADF;
+                ProcStat st;
+                if (root_open_pid_dir(root, b->entries[i].pid, &dfd) < 0 || procfs_read_stat(dfd, &st) < 0 ||
+                    st.start_time_ticks != b->entries[i].start_time_ticks)
+                        restore_drop(b, i);
+                else
+                        i++;
+        }
+        if (b->n != before)
+                restore_persist(b);
+        return (int) b->n;
+}
+
+const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, uint64_t start_time_ticks) {
+        for (size_t i = 0; b && i < b->n; i++)
+                if (b->entries[i].pid == pid && b->entries[i].start_time_ticks == start_time_ticks)
+                        return &b->entries[i];
+        return NULL;
+}
+
+static void restore_forget(MergeRestoreBook *b, int pid) {
+        if (restore_drop_pid(b, pid))
+                restore_persist(b);
+}
+
+static bool ledger_has(const MergeLedger *l, int pid, uint64_t start_time_ticks) {
+        for (size_t i = 0; l && i < l->n; i++)
+                if (l->entries[i].pid == pid && l->entries[i].start_time_ticks == start_time_ticks)
+                        return true;
+        return false;
+}
+
+/* Takes over *ranges. */
+static int restore_remember(MergeRestoreBook *b, int pid, uint64_t start_time_ticks, bool merge_any, bool ours,
+                            MapList *ranges) {
+        int r = restore_add(b, pid, start_time_ticks, merge_any, ours, ranges);
+        if (r >= 0)
+                restore_persist(b);
+        return r;
 }
 
 static int apply_checked(const MergeContext *c, const ProcessAction *a, int pidfd, int pid_dirfd, MergeOutcome *o) {
@@ -1223,6 +1393,22 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         w->ctx.give_up_usec = &w->give_up_usec;
         w->ctx.restore = &w->restore;
         w->ctx.ledger = &w->ledger;
+        if (c->restore_path) {
+                /* before the thread: the book is its alone from then on */
+                int r = merge_restore_book_load(&w->restore, c->restore_path, &w->root);
+                if (r == -ENOMEM) {
+                        merge_restore_book_done(&w->restore);
+                        safe_close(w->root.proc_fd);
+                        free(w);
+                        return r;
+                }
+                if (r < 0)
+                        log_warning_errno(r, "Cannot read %s, ignoring: %m", c->restore_path);
+                else if (r > 0)
+                        log_info("%s: what %d process(es) had before an earlier instance switched merging off, "
+                                 "for their readmission.", c->restore_path, r);
+        }
+        w->ctx.restore_path = NULL;
         if (!w->ctx.reader) {
                 /* One worker; a stuck one is replaced (up to 4). */
                 int r = mm_reader_new(&w->root, NULL, 1, c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC, NULL,

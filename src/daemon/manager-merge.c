@@ -1,12 +1,18 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <string.h>
 
+#include "discovery.h"
+#include "fileio.h"
 #include "log-messages.h"
 #include "log.h"
 #include "manager-merge.h"
 #include "merge.h"
+#include "tuner.h"
 #include "util.h"
 
 static MergeContext merge_context(const Manager *m) {
@@ -19,12 +25,113 @@ static MergeContext merge_context(const Manager *m) {
         };
 }
 
+static char *runtime_file(const Manager *m, const char *name) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", m->config.runtime_dir, name) < 0)
+                return NULL;
+        return p;
+}
+
 int manager_merge_start(Manager *m) {
         MergeContext c = merge_context(m);
+        _cleanup_free_ char *book = runtime_file(m, "restore-ranges");
+        if (!book)
+                return log_oom();
+        c.restore_path = book;
         int r = merge_worker_start(&c, &m->merge);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the merge actuator: %m");
         return 0;
+}
+
+void manager_exclusions_adopt(Manager *m) {
+        _cleanup_free_ char *path = runtime_file(m, "exclusions"), *text = NULL;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        unsigned line_no = 0;
+        int r;
+
+        if (!path) {
+                log_oom();
+                return;
+        }
+        r = read_full_file_at(AT_FDCWD, path, 64 * 1024, &text, NULL);
+        if (r == -ENOENT)
+                return;
+        if (r < 0) {
+                log_warning_errno(r, "Cannot read %s, ignoring the exclusions an earlier instance made: %m", path);
+                return;
+        }
+        for (char *line = text, *next; line && *line; line = next) {
+                int pid, used = 0;
+                unsigned long long start, since;
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                line_no++;
+                if (isempty(line))
+                        continue;
+                if (sscanf(line, "%d %llu %llu%n", &pid, &start, &since, &used) != 3 || line[used] != 0 || pid <= 0) {
+                        log_warning("%s:%u: not \"PID START_TIME_TICKS SINCE_USEC\", line ignored.", path, line_no);
+                        continue;
+                }
+                const Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), pid) : NULL;
+                if (!p || p->start_time_ticks != start) {
+                        log_debug("%s:%u: pid %d is gone (or another process now), nothing to keep.", path, line_no,
+                                  pid);
+                        continue;
+                }
+                r = tuner_adopt_exclusion(m->tuner, pid, start, since, p->comm, now);
+                if (r == -ENOSPC) {
+                        log_warning("%s:%u: pid %d: %d exclusions kept already, no room; it is readmitted at once.",
+                                    path, line_no, pid, CONTROLLER_MAX_EXCLUSIONS);
+                        continue;
+                }
+                if (r == 0)
+                        continue;
+                ProcessAction a = { .pid = pid, .start_time_ticks = start, .action = MERGE_ACTION_DISABLE };
+                discovery_note_exclusion(m->discovery, &a);
+                char ago[32], left[32];
+                uint64_t age = now - MIN((uint64_t) since, now);
+                log_notice("Keeping the exclusion of pid %d (%s) an earlier instance made %s ago; readmitted %s%s.",
+                           pid, CESCAPE(p->comm, CESCAPE_ASCII), format_timespan(ago, sizeof ago, age),
+                           age >= m->config.tuning.readmit_after_usec ? "now" : "in ",
+                           age >= m->config.tuning.readmit_after_usec
+                                   ? ""
+                                   : format_timespan(left, sizeof left, m->config.tuning.readmit_after_usec - age));
+        }
+        /* written again at the first sync: what is kept, no more */
+        m->exclusions_synced_gen = UINT64_MAX;
+}
+
+void manager_exclusions_sync(Manager *m) {
+        const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
+        if (!c || c->exclusions_gen == m->exclusions_synced_gen)
+                return;
+        _cleanup_free_ char *path = runtime_file(m, "exclusions"), *text = NULL;
+        size_t size = 0;
+        int r;
+        if (!path) {
+                log_oom();
+                return;
+        }
+        FILE *f = open_memstream(&text, &size);
+        if (!f) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < c->n_exclusions; i++)
+                fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", c->exclusions[i].pid, c->exclusions[i].start_time_ticks,
+                        c->exclusions[i].since_usec);
+        if (fclose(f) != 0) {
+                log_oom();
+                return;
+        }
+        r = write_state_file(path, text, 0600);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s (the exclusions, for an instance started after this one): %m",
+                                  path);
+        else
+                m->exclusions_synced_gen = c->exclusions_gen;
 }
 
 /* The MESSAGE_ID of an outcome that is news: a change, or a change that was

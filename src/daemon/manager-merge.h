@@ -12,6 +12,17 @@
 
 /* Starts the worker; after the probe (it forks), before the sandbox. */
 int manager_merge_start(Manager *m);
+/* The controller's exclusions outlive the daemon: they are written to
+ * RuntimeDirectory=/exclusions ("PID START_TIME_TICKS SINCE_USEC", since on
+ * CLOCK_MONOTONIC) whenever they change, and an instance started after
+ * one that was killed or stopped keeps those whose process still runs
+ * (discovery does not switch it back on) and readmits each when
+ * ReadmitAfter= from its exclusion is over, with what the process had
+ * (the merge worker's restore book, RuntimeDirectory=/restore-ranges).
+ * Adopt once at start, after discovery's first scan and the tuner; sync
+ * after each tick's actions are submitted. */
+void manager_exclusions_adopt(Manager *m);
+void manager_exclusions_sync(Manager *m);
 /* Takes finished outcomes into the model. Once per tick, before submitting. */
 void manager_merge_collect(Manager *m);
 /* Hands the actions of both plans (discovery's, the controller's) to the

@@ -293,6 +293,7 @@ int manager_tick(Manager *m) {
         }
         /* Policy actions and the controller's exclusions, as one batch. */
         manager_merge_submit(m, &actions, &plan);
+        manager_exclusions_sync(m);
         /* Measured in test-daemon-start-late.sh before this came last:
          * switching the window events on took 85-99 ms, and a burst's
          * knobs were written that much later. */
@@ -516,6 +517,7 @@ int manager_start_stages(Manager *m) {
                 return log_error_errno(r, "Failed to set up tuning: %m");
         tuner_set_kernel(m->tuner, &m->probe,
                          (m->knobs.saved_mask & (UINT64_C(1) << KSM_SMART_SCAN)) ? (int) m->knobs.original[KSM_SMART_SCAN] : -1);
+        manager_exclusions_adopt(m);
         return 0;
 }
 

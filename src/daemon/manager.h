@@ -72,6 +72,7 @@ typedef struct Manager {
         Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
         LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
         MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
+        uint64_t exclusions_synced_gen; /* the controller's exclusions_gen last written (manager-merge.c) */
         struct InjectorClient *injector; /* the ptrace-holding process (injector.h); NULL: none */
 } Manager;
 

@@ -70,3 +70,6 @@ void tuner_set_kernel(Tuner *t, const Probe *p, int smart_scan_journaled);
 const SmartScanWorkaround *tuner_smart_scan_workaround(const Tuner *t);
 const Model *tuner_model(const Tuner *t);
 const Controller *tuner_controller(const Tuner *t);
+/* controller_adopt_exclusion() */
+int tuner_adopt_exclusion(Tuner *t, int pid, uint64_t start_time_ticks, uint64_t since_usec, const char *comm,
+                          uint64_t now_usec);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -330,6 +331,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 decide_about(d, "readmit", &a);
                 contender_yield_forget(c, x->pid, x->start_time_ticks);
                 *x = c->exclusions[--c->n_exclusions];
+                c->exclusions_gen++;
         }
 
         if (m->window_usec == 0 || m->window_usec == c->last_window_usec)
@@ -440,8 +442,28 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                         .since_usec = now,
                 };
                 strscpy(e->comm, sizeof e->comm, x->comm);
+                c->exclusions_gen++;
         }
         return 0;
+}
+
+int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks, uint64_t since_usec,
+                               const char *comm, uint64_t now_usec) {
+        if (exclusion_find(c, pid))
+                return 0;
+        if (c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
+                return -ENOSPC;
+        Exclusion *e = &c->exclusions[c->n_exclusions++];
+        *e = (Exclusion) {
+                .pid = pid,
+                .start_time_ticks = start_time_ticks,
+                /* a journal from before a reboot has no meaning here; the
+                 * pid's start time already told it apart */
+                .since_usec = MIN(since_usec, now_usec),
+        };
+        strscpy(e->comm, sizeof e->comm, comm ? comm : "");
+        c->exclusions_gen++;
+        return 1;
 }
 
 /* Whether pages_to_scan is ours to set, with the decisions that go with

@@ -133,6 +133,12 @@ int write_file_atomic(const char *path, const char *data, size_t size, unsigned 
         return write_file_replace_full(path, data, size, mode, true);
 }
 
+int write_state_file(const char *path, const char *text, unsigned mode) {
+        if (isempty(text))
+                return unlink(path) < 0 && errno != ENOENT ? negative_errno() : 0;
+        return write_file_atomic(path, text, strlen(text), mode);
+}
+
 int write_file_replace(const char *path, const char *data, size_t size, unsigned mode) {
         return write_file_replace_full(path, data, size, mode, false);
 }

@@ -147,11 +147,32 @@ merge_any() { ksm_flag "$1" merge_any; }
 # is still "merge", must not switch it back on at its next ticks (1 s each).
 # Only its readmission may (by the reason in its outcome line): on a slow
 # (emulated) machine the readmission can come before these 3 s are over.
+not_back_on() {
+        grep "pid $auto_pid (ksm-workload): method [a-z_]*: enabled" "$tmp/log" | grep -v "(readmitting pid $auto_pid " |
+                grep -q . && fail "discovery switched the excluded contender back on before its readmission ($1)"
+        grep -q "readmitting pid $auto_pid" "$tmp/log" || [ "$(mergeable "$auto_pid")" = no ] ||
+                fail "excluded contender $auto_pid merges again before its readmission ($1)"
+}
 sleep 3
-grep "pid $auto_pid (ksm-workload): method [a-z_]*: enabled" "$tmp/log" | grep -v "(readmitting pid $auto_pid " |
-        grep -q . && fail "discovery switched the excluded contender back on before its readmission"
-grep -q "readmitting pid $auto_pid" "$tmp/log" || [ "$(mergeable "$auto_pid")" = no ] ||
-        fail "excluded contender $auto_pid merges again before its readmission"
+not_back_on "3 s after the exclusion"
+
+# The daemon is killed while the exclusion holds (Restart=on-failure, the
+# OOM killer): the next instance keeps it, from the exclusion journal in the
+# runtime directory, until ReadmitAfter= from the exclusion itself, not
+# from the restart (it says how long ago: 3 s at least), and readmits it
+# with what the process had (the restore book written beside it), not with
+# what its policy would give a process that merges nothing.
+kill -KILL "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
+[ -s "$tmp/run/exclusions" ] || fail "no exclusion journal in the runtime directory after the exclusion"
+[ -s "$tmp/run/restore-ranges" ] || fail "no restore book in the runtime directory after the exclusion"
+start_daemon
+kept=$(grep -o "Keeping the exclusion of pid $auto_pid (ksm-workload) an earlier instance made [0-9.]*s ago" "$tmp/log")
+[ -n "$kept" ] || fail "the restarted daemon did not keep the exclusion of pid $auto_pid"
+age=${kept##* made }; age=${age%s ago}
+[ "${age%%.*}" -ge 3 ] || fail "the restarted daemon dated the exclusion $age s ago, not from the exclusion (3 s at least)"
+echo "restarted after SIGKILL: $kept"
+sleep 1.5
+not_back_on "after the restart"
 
 # Readmitted, it gets back exactly what it had: its MADV_MERGEABLE buffer,
 # not PR_SET_MEMORY_MERGE over its whole mm (ksm_merge_any). Read at once:

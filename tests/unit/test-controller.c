@@ -907,6 +907,53 @@ static void test_contention_excludes_and_readmits(void **state) {
         plan_done(&x.plan);
 }
 
+/* An exclusion an earlier instance made (the journal a SIGKILLed daemon
+ * left): kept, readmitted when ReadmitAfter= from the exclusion itself is
+ * over, and never excluded twice; each change is one the manager writes. */
+static void test_adopted_exclusion(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+        uint64_t now = x.s.time_usec, gen = x.c.exclusions_gen;
+
+        /* excluded 9 min ago; a since in the future (a journal from before a
+         * reboot) is taken as now */
+        assert_int_equal(controller_adopt_exclusion(&x.c, 812, 4242, now - 9 * 60 * SEC, "qemu", now), 1);
+        assert_int_equal(controller_adopt_exclusion(&x.c, 812, 4242, now, "qemu", now), 0);
+        assert_int_equal(controller_adopt_exclusion(&x.c, 813, 1, now + 3600 * SEC, "late", now), 1);
+        assert_int_equal(x.c.exclusions[1].since_usec, now);
+        assert_int_equal(x.c.n_exclusions, 2);
+        assert_true(x.c.exclusions_gen > gen);
+        gen = x.c.exclusions_gen;
+
+        /* a window that shows it again does not exclude it twice */
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 0;
+        x.m.contenders[0].start_time_ticks = 4242;
+        seen_before(&x, 812, 4242, 0);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        assert_int_equal(x.c.exclusions_gen, gen);
+
+        /* ReadmitAfter= (10 min) from the exclusion, not from the adoption */
+        int ticks = 0;
+        while (x.plan.n_actions == 0 && ticks++ < 30)
+                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_true(ticks >= 11 && ticks <= 13);
+        assert_int_equal(x.plan.actions[0].pid, 812);
+        assert_int_equal(x.plan.actions[0].action, MERGE_ACTION_ENABLE);
+        assert_int_equal(x.plan.actions[0].start_time_ticks, 4242);
+        assert_true(decided(&x, "readmitting pid 812 (qemu): excluded 10min"));
+        assert_int_equal(x.c.n_exclusions, 1);
+        assert_true(x.c.exclusions_gen > gen);
+
+        /* no room: CONTROLLER_MAX_EXCLUSIONS */
+        for (int i = 0; i < CONTROLLER_MAX_EXCLUSIONS - 1; i++)
+                assert_int_equal(controller_adopt_exclusion(&x.c, 1000 + i, 1, now, "many", x.s.time_usec), 1);
+        assert_int_equal(controller_adopt_exclusion(&x.c, 2000, 1, now, "one more", x.s.time_usec), -ENOSPC);
+}
+
 /* A window where ksmd spends 16 ms at other processes' pages and makes
  * `visits` visits to the churner's mm 0xA, each 100 us waiting for its
  * lock and 300 us at its pages: a quarter of its time there blocked, a
@@ -1329,6 +1376,7 @@ int main(void) {
                 cmocka_unit_test(test_bounds_and_budget),
                 cmocka_unit_test(test_pressure_raises_budget),
                 cmocka_unit_test(test_contention_excludes_and_readmits),
+                cmocka_unit_test(test_adopted_exclusion),
                 cmocka_unit_test(test_window_share_of_work),
                 cmocka_unit_test(test_contender_judged_by_visits),
                 cmocka_unit_test(test_short_evidence_follow_bounded),

@@ -5,7 +5,10 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include <sys/syscall.h>
@@ -156,6 +159,68 @@ static void test_ledger(void **state) {
         merge_ledger_done(&l);
 }
 
+/* The restore book a killed daemon leaves in its runtime directory: what an
+ * instance started after it reads back is what was written, and a line it
+ * cannot read costs that line only. */
+static void test_restore_book(void **state) {
+        MergeRestoreBook a = {}, b = {};
+        const char *text = "812 4711 ranges 0 7f0000000000-7f0010000000 7f0020000000-7f0020200000\n"
+                           "\n"
+                           "813 99 any 1\n"
+                           "814 5 ranges 0\n"                      /* ranges without any */
+                           "815 5 any 0 1000-2000\n"               /* ranges after any */
+                           "816 5 ranges 0 2000-1000\n"            /* empty range */
+                           "0 5 any 0\n"                           /* not a pid */
+                           "817 x any 0\n"
+                           "818 5 some 0\n"
+                           "819 5 any 2\n"
+                           "820 5 ranges 0 10-20zz\n"
+                           "821 5\n"
+                           "812 4712 ranges 1 1000-3000";            /* the same pid again: the last wins */
+        assert_int_equal(merge_restore_book_parse(&a, text, "restore-ranges"), 3);
+        assert_int_equal(a.n, 2);
+        const MergeRestoreEntry *e = merge_restore_find(&a, 813, 99);
+        assert_non_null(e);
+        assert_true(e->merge_any);
+        assert_true(e->ours);
+        assert_null(merge_restore_find(&a, 812, 4711));
+        e = merge_restore_find(&a, 812, 4712);
+        assert_non_null(e);
+        assert_false(e->merge_any);
+        assert_int_equal(e->ranges.n, 1);
+        assert_int_equal(e->ranges.ranges[0].start, 0x1000);
+        assert_int_equal(e->ranges.ranges[0].end, 0x3000);
+
+        char *out = merge_restore_book_format(&a);
+        assert_non_null(out);
+        assert_string_equal(out, "813 99 any 1\n812 4712 ranges 1 1000-3000\n");
+        assert_int_equal(merge_restore_book_parse(&b, out, "round trip"), 2);
+        char *again = merge_restore_book_format(&b);
+        assert_string_equal(again, out);
+        free(again);
+        free(out);
+
+        /* load: a missing file is an empty book, persisted from then on */
+        char dir[] = "/tmp/test-restore-XXXXXX";
+        assert_non_null(mkdtemp(dir));
+        char path[64];
+        snprintf(path, sizeof path, "%s/restore-ranges", dir);
+        MergeRestoreBook c = {};
+        assert_int_equal(merge_restore_book_load(&c, path, NULL), 0);
+        assert_string_equal(c.path, path);
+        FILE *f = fopen(path, "w");
+        assert_non_null(f);
+        fputs("900 1 any 0\nnonsense\n", f);
+        fclose(f);
+        assert_int_equal(merge_restore_book_load(&c, path, NULL), 1);
+        assert_non_null(merge_restore_find(&c, 900, 1));
+        unlink(path);
+        rmdir(dir);
+        merge_restore_book_done(&a);
+        merge_restore_book_done(&b);
+        merge_restore_book_done(&c);
+}
+
 static void test_seccomp_eval(void **state) {
         const struct sock_filter f[] = {
                 BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -206,6 +271,7 @@ int main(void) {
                 cmocka_unit_test(test_outcomes_without_process),
                 cmocka_unit_test(test_pid1_refused),
                 cmocka_unit_test(test_ledger),
+                cmocka_unit_test(test_restore_book),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
