@@ -278,6 +278,12 @@ void merge_worker_set_options(MergeWorker *w, bool dry_run, bool inject_seccomp)
  * NULL). -ETIMEDOUT when that did not finish by the deadline (it goes on
  * until merge_worker_stop_until() ends it), -ENOMEM. */
 int merge_worker_unmerge_all(MergeWorker *w, uint64_t deadline_usec, MergeReport *ret);
+/* The same, with the n actions a carried out first (the readmissions of
+ * the controller's exclusions at a clean stop: merging given back as the
+ * process had it, from the restore book), and the ledger's unmerge only
+ * with unmerge. Everything by deadline_usec. */
+int merge_worker_finish(MergeWorker *w, const ProcessAction *a, size_t n, bool unmerge, uint64_t deadline_usec,
+                        MergeReport *ret);
 /* Stops the thread: the running action (or unmerge) gives up on its target
  * at once, the rest is dropped, and the thread is joined and freed if it
  * ends by deadline_usec (CLOCK_MONOTONIC) + 200 ms. Otherwise (stuck

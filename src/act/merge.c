@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -1263,6 +1264,9 @@ struct MergeWorker {
         size_t n_pending;
         bool have_pending, running, stopping, finished;
         bool unmerge_requested, unmerge_done;
+        bool finish_unmerge;            /* the stop job unmerges the ledger too */
+        ProcessAction *finish;          /* the stop job's actions, before that */
+        size_t n_finish;
         MergeReport done;
         bool have_done;
         MergeLedger ledger;
@@ -1317,10 +1321,24 @@ static void *worker_main(void *userdata) {
                 if (w->unmerge_requested) {
                         MergeContext ctx = w->ctx;
                         ctx.give_up_usec = &w->unmerge_deadline_usec;
-                        MergeReport rep = {};
+                        ProcessAction *fa = TAKE_PTR(w->finish);
+                        size_t fn = w->n_finish;
+                        w->n_finish = 0;
                         pthread_mutex_unlock(&w->lock);
+                        for (size_t i = 0; i < fn && now_usec(CLOCK_MONOTONIC) < w->unmerge_deadline_usec; i++) {
+                                MergeReport one = {};
+                                (void) inject_poll_abandoned();
+                                int r = merge_apply(&ctx, &fa[i], 1, &one);
+                                if (r < 0)
+                                        log_error_errno(r, "Merge actuator: %m");
+                                pthread_mutex_lock(&w->lock);
+                                push_done_locked(w, &one);
+                                pthread_mutex_unlock(&w->lock);
+                        }
+                        free(fa);
+                        MergeReport rep = {};
                         /* the ledger is this thread's alone until unmerge_done */
-                        int r = merge_ledger_unmerge(&ctx, &w->ledger, &rep);
+                        int r = w->finish_unmerge ? merge_ledger_unmerge(&ctx, &w->ledger, &rep) : 0;
                         if (r < 0)
                                 log_error_errno(r, "Merge actuator: %m");
                         pthread_mutex_lock(&w->lock);
@@ -1363,6 +1381,7 @@ static MergeWorker *worker_free(MergeWorker *w) {
         mm_reader_free(w->reader);
         safe_close(w->root.proc_fd);
         free(w->pending);
+        free(w->finish);
         merge_report_done(&w->done);
         merge_ledger_done(&w->ledger);
         merge_restore_book_done(&w->restore);
@@ -1502,10 +1521,26 @@ static void give_up_at(_Atomic uint64_t *v, uint64_t deadline_usec) {
 }
 
 int merge_worker_unmerge_all(MergeWorker *w, uint64_t deadline_usec, MergeReport *ret) {
+        return merge_worker_finish(w, NULL, 0, true, deadline_usec, ret);
+}
+
+int merge_worker_finish(MergeWorker *w, const ProcessAction *a, size_t n, bool unmerge, uint64_t deadline_usec,
+                        MergeReport *ret) {
         MergeReport local = {};
         int r = 0;
 
+        ProcessAction *copy = NULL;
+        if (n > 0) {
+                copy = malloc(n * sizeof *a);
+                if (!copy)
+                        return -ENOMEM;
+                memcpy(copy, a, n * sizeof *a);
+        }
         pthread_mutex_lock(&w->lock);
+        free(w->finish);
+        w->finish = copy;
+        w->n_finish = n;
+        w->finish_unmerge = unmerge;
         /* What waits is dropped, and the running action gives up on its
          * target now: switching off what we switched on comes first. */
         give_up_at(&w->give_up_usec, now_usec(CLOCK_MONOTONIC));

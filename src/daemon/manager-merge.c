@@ -103,34 +103,32 @@ void manager_exclusions_adopt(Manager *m) {
         m->exclusions_synced_gen = UINT64_MAX;
 }
 
+/* The journal holds exactly these n exclusions from now on. */
+static int exclusions_write(const Manager *m, const Exclusion *e, size_t n) {
+        _cleanup_free_ char *path = runtime_file(m, "exclusions"), *text = NULL;
+        size_t size = 0;
+        int r;
+        if (!path)
+                return log_oom();
+        FILE *f = open_memstream(&text, &size);
+        if (!f)
+                return log_oom();
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", e[i].pid, e[i].start_time_ticks, e[i].since_usec);
+        if (fclose(f) != 0)
+                return log_oom();
+        r = write_state_file(path, text, 0600);
+        if (r < 0)
+                return log_warning_errno(r, "Cannot write %s (the exclusions, for an instance started after this one): %m",
+                                         path);
+        return 0;
+}
+
 void manager_exclusions_sync(Manager *m) {
         const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
         if (!c || c->exclusions_gen == m->exclusions_synced_gen)
                 return;
-        _cleanup_free_ char *path = runtime_file(m, "exclusions"), *text = NULL;
-        size_t size = 0;
-        int r;
-        if (!path) {
-                log_oom();
-                return;
-        }
-        FILE *f = open_memstream(&text, &size);
-        if (!f) {
-                log_oom();
-                return;
-        }
-        for (size_t i = 0; i < c->n_exclusions; i++)
-                fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", c->exclusions[i].pid, c->exclusions[i].start_time_ticks,
-                        c->exclusions[i].since_usec);
-        if (fclose(f) != 0) {
-                log_oom();
-                return;
-        }
-        r = write_state_file(path, text, 0600);
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s (the exclusions, for an instance started after this one): %m",
-                                  path);
-        else
+        if (exclusions_write(m, c->exclusions, c->n_exclusions) >= 0)
                 m->exclusions_synced_gen = c->exclusions_gen;
 }
 
@@ -314,26 +312,81 @@ static uint64_t merge_stop_budget_usec(const Manager *m) {
         return CLAMP(4 * m->slowest_done_usec, MERGE_STOP_USEC, MERGE_STOP_MAX_USEC);
 }
 
+/* At a clean stop the controller's exclusions end: each process gets back
+ * what it had (as at its readmission), since no instance may come to
+ * readmit it, and the knobs go back to what they were as well. A
+ * restart meets the contender afresh. What was not given back (the
+ * deadline, a refusal) stays in the journal for the next instance. */
+static void plan_readmissions(Manager *m, uint64_t now, Plan *ret) {
+        const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
+        for (size_t i = 0; c && i < c->n_exclusions; i++) {
+                const Exclusion *x = &c->exclusions[i];
+                char span[32];
+                ProcessAction a = {
+                        .pid = x->pid,
+                        .start_time_ticks = x->start_time_ticks,
+                        .action = MERGE_ACTION_ENABLE,
+                        .method = MERGE_METHOD_ANY,
+                };
+                snprintf(a.reason, sizeof a.reason, "readmitting pid %d (%s) as the daemon stops: excluded %s ago",
+                         x->pid, x->comm, format_timespan(span, sizeof span, now - MIN(x->since_usec, now)));
+                if (!manager_merge_policy_allows(manager_processes(m), &a, true))
+                        continue;
+                log_struct(LOG_INFO, LOG_FIELDS(.pid = a.pid, .action = "readmit"), "%s.", a.reason);
+                if (plan_add_action(ret, &a) < 0)
+                        log_oom();
+        }
+}
+
+static void journal_what_was_not_readmitted(Manager *m, const MergeReport *r) {
+        const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
+        Exclusion left[CONTROLLER_MAX_EXCLUSIONS];
+        size_t n = 0;
+        if (!c || c->n_exclusions == 0)
+                return;
+        for (size_t i = 0; i < c->n_exclusions; i++) {
+                const MergeOutcome *o = merge_report_find(r, c->exclusions[i].pid);
+                if (o && o->action == MERGE_ACTION_ENABLE &&
+                    (merge_outcome_ok(o) || o->kind == MERGE_OUTCOME_GONE))
+                        continue;
+                left[n++] = c->exclusions[i];
+        }
+        if (n > 0)
+                log_notice("%zu excluded process(es) not given back their merging as the daemon stops: the next "
+                           "instance readmits them when ReadmitAfter= is over.", n);
+        (void) exclusions_write(m, left, n);
+}
+
 void manager_merge_stop(Manager *m) {
+        _cleanup_(plan_done) Plan readmit = {};
         MergeReport r = {};
 
         if (!m->merge)
                 return;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
         uint64_t budget = merge_stop_budget_usec(m);
-        uint64_t deadline = now_usec(CLOCK_MONOTONIC) + budget;
+        uint64_t deadline = now + budget;
+        bool acting = manager_may_act_on_processes(m);
+        if (acting)
+                plan_readmissions(m, now, &readmit);
+        bool unmerge = m->config.unmerge_on_exit && !manager_dry_run(m);
         /* What the worker did since the last tick is news like any other
          * outcome, also when the stop comes before that tick: taken (a
          * running injection gives up by the deadline) and recorded. */
-        if (m->config.unmerge_on_exit && !manager_dry_run(m)) {
-                log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
-                int k = merge_worker_unmerge_all(m->merge, deadline, &r);
+        if (unmerge || readmit.n_actions > 0) {
+                if (unmerge)
+                        log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
+                int k = merge_worker_finish(m->merge, readmit.actions, readmit.n_actions, unmerge, deadline, &r);
                 if (k == -ETIMEDOUT)
-                        log_warning("UnmergeOnExit=yes: not finished within %" PRIu64 " ms; some processes may "
-                                    "still merge.", budget / USEC_PER_MSEC);
+                        log_warning("%s not finished within %" PRIu64 " ms; some processes may still %s.",
+                                    unmerge ? "UnmergeOnExit=yes:" : "Readmissions at exit:", budget / USEC_PER_MSEC,
+                                    unmerge ? "merge" : "be excluded");
                 else if (k < 0)
                         log_oom();
         } else
                 (void) merge_worker_take(m->merge, &r);
+        if (acting)
+                journal_what_was_not_readmitted(m, &r);
         take_outcomes(m, &r);
         m->merge = merge_worker_stop_until(m->merge, deadline);
 }

@@ -17,7 +17,7 @@ tmp=$(mktemp -d)
 daemon_pid=
 cleanup() {
         [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        exec 7>&- 8>&- 2>/dev/null
+        exec 7>&- 8>&- 9>&- 2>/dev/null
         wait 2>/dev/null
         rm -rf "$tmp"
 }
@@ -215,3 +215,22 @@ log_within "Kernel fix 000 (trylock): \(yes\|no\)," || fail "the contention wind
 grep -o "Kernel fix 00[0-4] ([a-z-]*): .*" "$tmp/log" | cut -c1-200
 stop_daemon
 echo "SIGTERM: knobs restored"
+exec 8>&-
+
+# A clean stop ends the exclusions: no instance may come to readmit, so the
+# process gets back what it had (its own ranges, not ksm_merge_any), and the
+# journal is left empty for the next instance.
+start_contender 9 33 "$tmp/last"; last_pid=$pid
+start_daemon
+log_within "pid $last_pid (ksm-workload): method [a-z_]*: disabled" 60 ||
+        fail "the second Mode=auto contender was not excluded within 60 s"
+[ "$(mergeable "$last_pid")/$(merge_any "$last_pid")" = no/no ] || fail "excluded contender $last_pid still merges"
+stop_daemon
+grep -q "readmitting pid $last_pid (ksm-workload) as the daemon stops: excluded " "$tmp/log" ||
+        fail "the exclusion of pid $last_pid was not ended at the stop"
+got=$(mergeable "$last_pid")/$(merge_any "$last_pid")
+[ "$got" = yes/no ] || fail "readmitted at the stop, contender $last_pid has mergeable/merge_any = $got, not yes/no"
+[ ! -e "$tmp/run/exclusions" ] || fail "exclusions left in the journal after they were ended: $(cat "$tmp/run/exclusions")"
+alive_untouched "$last_pid"
+echo "SIGTERM while a contender is out: readmitted with its own ranges ($got)"
+exec 9>&-
