@@ -952,6 +952,7 @@ static void test_adopted_exclusion(void **state) {
         for (int i = 0; i < CONTROLLER_MAX_EXCLUSIONS - 1; i++)
                 assert_int_equal(controller_adopt_exclusion(&x.c, 1000 + i, 1, now, "many", x.s.time_usec), 1);
         assert_int_equal(controller_adopt_exclusion(&x.c, 2000, 1, now, "one more", x.s.time_usec), -ENOSPC);
+        plan_done(&x.plan);
 }
 
 /* A window where ksmd spends 16 ms at other processes' pages and makes
