@@ -734,6 +734,14 @@ bool controller_quick_windows(const Controller *c, uint64_t now_usec) {
 }
 
 uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec) {
+        /* A readmission is due at its time, not up to an Interval= later
+         * (seen in Q1/restart: 25.2 s after the exclusion at
+         * ReadmitAfter=20s, the ticks 5 s apart in maintenance). */
+        for (size_t i = 0; i < c->n_exclusions; i++) {
+                uint64_t due = c->exclusions[i].since_usec + cfg->readmit_after_usec;
+                if (due > c->decided_usec)
+                        default_usec = MIN(default_usec, due - c->decided_usec + USEC_PER_MSEC);
+        }
         if (c->hold_until_usec > c->decided_usec)
                 /* right when the hold ends, not up to a burst tick later */
                 return MIN(MIN(cfg->burst_interval_usec, default_usec),

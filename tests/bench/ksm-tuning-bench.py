@@ -15,7 +15,8 @@ Scenarios (../shared/DESIGN.md section 7, issue 5):
      something to scan, nothing to gain); ksmd CPU, the daemon's CPU and RSS.
 
 Variants of S1-S4 (issue 14), as "S1/start-late" in --scenarios or with
---variants:
+--variants (Q1/restart only by name: the daemon SIGKILLed 5 s after it
+excluded the churning guest, and started again):
   start-late  the workloads are mergeable before the peer starts (ksmd off):
               a daemon started after its guests; timed from the peer's start
               (the daemon's exec)
@@ -1282,9 +1283,10 @@ MinAnonMiB=64
 # pages (init_on_alloc) merged with its peers', ~7,400 pages (29 MiB)
 # measured on 6.18, so the cap is what an administrator of such guests
 # would set: a guest that merges less than 64 MiB may be excluded.
-TENANT_CONF = """
+TENANT_READMIT_S = 20
+TENANT_CONF = f"""
 [Tuning]
-ReadmitAfter=20s
+ReadmitAfter={TENANT_READMIT_S}s
 ExcludeMaxMergingPages=16384
 """
 
@@ -1495,7 +1497,12 @@ def contender_watch(logpath, pid):
     watch = LogWatch(logpath, {"excluded": rf"excluding pid {pid} ",
                                "exclusion failed": rf"pid {pid}: disable merging .*(failed|not done)",
                                "readmitted": rf"readmitting pid {pid} ",
-                               "readmission failed": rf"pid {pid}: readmitting .*(failed|not done)"})
+                               "readmission failed": rf"pid {pid}: readmitting .*(failed|not done)",
+                               # Q1/restart: the instance after the SIGKILL
+                               "kept": rf"Keeping the exclusion of pid {pid} ",
+                               # an outcome line ("pid N (comm): method M: enabled ... (reason)")
+                               # whose reason is not the readmission
+                               "switched on": rf": pid {pid} \([^)]*\): method \S+: enabled (?!.*readmitting)"})
     watch.start()
     return watch
 
@@ -1558,8 +1565,20 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
             watch = contender_watch(logpath, tenants["contended"].pid)
         wait_tenants_ready(late, args.tenant_boot_timeout)
         if base == "Q1":
+            restart = scenario_variant(scn_name) == "restart" and watch is not None
             while time.monotonic() < t0 + args.tenant_window:
                 peer.check_alive()
+                # Q1/restart: SIGKILLed 5 s after it excluded the churning
+                # guest (the exclusion carried out), as Restart=on-failure
+                # finds a crashed daemon; the next instance must keep the
+                # guest out until its readmission, then give it back its
+                # own ranges (README: exclusions outlive the daemon).
+                ev = watch.events(t0) if restart else {}
+                if restart and "excluded" in ev and time.monotonic() - t0 >= ev["excluded"]["t_s"] + 5:
+                    result["restarted_at_s"] = time.monotonic() - t0
+                    peer.restart(ctx)
+                    daemon_pid = peer.own_pids()[0]
+                    restart = False
                 time.sleep(0.2)
         t_end = time.monotonic()
         peer.check_alive()
@@ -1567,7 +1586,7 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
         wait1 = task_runq_wait_ns(ksmd)
         c1 = ksm_counters()
         if daemon_pid:
-            dcpu = process_cpu_ns(daemon_pid)
+            dcpu = process_cpu_ns(daemon_pid) + getattr(peer, "killed_cpu_ns", 0)
             status = {l.split(":")[0]: l.split(":")[1].strip() for l in open(f"/proc/{daemon_pid}/status")}
             result.update({"daemon_cpu_pct": 100.0 * dcpu / 1e9 / (t_end - t0),
                            "daemon_rss_mib": int(status["VmRSS"].split()[0]) / 1024,
@@ -1770,6 +1789,8 @@ def print_table(scn_name, by_peer, timeout, out):
                     else:
                         extra += (f"; churn thread {c['iterations']} mmap/munmap in {c['secs']:.0f}s"
                                   if c.get("iterations") is not None else "; churn thread did not finish")
+                if r.get("restarted_at_s") is not None:
+                    extra += f"; SIGKILLed and restarted at {r['restarted_at_s']:.1f}s"
                 if r.get("contended_events"):
                     extra += "; " + fmt_events(r["contended_events"])
                 print(f"  {peer} run {r['repeat']}: merging pages per guest: {gs}{extra}", file=out)
@@ -2087,6 +2108,33 @@ def tenant_targets(results):
         verdict("Q1 contended guest excluded and readmitted (ksmtuned2)", ok,
                 "; ".join(", ".join(f"{k} at {v['t_s']:.1f}s" + (f" ({v['line'][-110:]})" if "failed" in k else "")
                                     for k, v in e.items()) or "neither" for e in ev))
+    # Q1/restart: the daemon SIGKILLed while the guest is out. The next
+    # instance keeps it out (no "switched on" but by the readmission), the
+    # readmission comes ReadmitAfter= after the exclusion, not after the
+    # restart, and gives back the guest's own ranges: ksm_mergeable yes,
+    # ksm_merge_any no (QEMU marks its RAM with MADV_MERGEABLE).
+    for r in results.get("Q1/restart", {}).get("ksmtuned2", []):
+        e, g = r.get("contended_events") or {}, r["guests"]["contended"]
+        problems = []
+        if "restarted_at_s" not in r:
+            problems.append("never restarted (not excluded)")
+        else:
+            if "kept" not in e or e["kept"]["t_s"] < r["restarted_at_s"]:
+                problems.append("exclusion not kept by the next instance")
+            if "switched on" in e:
+                problems.append(f"switched on at {e['switched on']['t_s']:.1f}s not by the readmission")
+            if "readmitted" not in e:
+                problems.append("not readmitted within the window")
+            elif "excluded" in e and e["readmitted"]["t_s"] - e["excluded"]["t_s"] > TENANT_READMIT_S + 4:
+                problems.append(f"readmitted {e['readmitted']['t_s'] - e['excluded']['t_s']:.1f}s after the "
+                                f"exclusion (ReadmitAfter={TENANT_READMIT_S}s)")
+            if "readmitted" in e and (g["mergeable"], g["merge_any"]) != ("yes", "no"):
+                problems.append(f"readmitted with ksm_mergeable {g['mergeable']}, ksm_merge_any {g['merge_any']} "
+                                "(not its own ranges)")
+        verdict(f"Q1/restart exclusion kept across a SIGKILL, readmitted on time with the guest's own ranges "
+                f"(run {r['repeat']})", not problems,
+                "; ".join(problems) or f"restarted at {r['restarted_at_s']:.1f}s; " +
+                ", ".join(f"{k} at {v['t_s']:.1f}s" for k, v in e.items()))
     q2 = results.get("Q2", {})
     de = q2.get("defaults")
     for peer, rs in q2.items():
@@ -2290,8 +2338,11 @@ def main():
         scenarios = [s if v == "normal" else f"{s}/{v}" for s in scenarios for v in variants
                      if v == "normal" or base_scenario(s) in ("S1", "S2", "S3", "S4")]
     for s in scenarios:
-        if base_scenario(s) not in SCENARIOS or (scenario_variant(s) and (scenario_variant(s) not in VARIANTS or
-                                                                          base_scenario(s) in ("S5", "S6"))):
+        v = scenario_variant(s)
+        # Q1 has guests before the peer already; its restart kills the
+        # daemon while the churning guest is out (run_tenants).
+        if base_scenario(s) not in SCENARIOS or (v and (v not in VARIANTS or base_scenario(s) in ("S5", "S6", "Q2") or
+                                                        (base_scenario(s) == "Q1" and v != "restart"))):
             ap.error(f"unknown scenario {s}")
 
     if os.geteuid() != 0 or not os.access(f"{KSM}/run", os.W_OK):

@@ -240,6 +240,32 @@ class Targets(unittest.TestCase):
         bench.print_table("Q2", res["Q2"], 120, out)
         self.assertIn("guest cpu s", out.getvalue())
 
+    def test_q1_restart(self):
+        def r(events, restarted=15.0, mergeable="yes", merge_any="no"):
+            x = run(None, 5.0, tail=None, timed_out=False,
+                    guests={"contended": {"mergeable": mergeable, "merge_any": merge_any, "merging_pages": 9000,
+                                          "rmap_items": 9000, "late": True, "boot_s": 20.0, "cpu_to_marker_s": 9.0}},
+                    contended_events=events)
+            if restarted is not None:
+                x["restarted_at_s"] = restarted
+            return x
+
+        name = ("Q1/restart exclusion kept across a SIGKILL, readmitted on time with the guest's own ranges (run 1)")
+        good = {"excluded": {"t_s": 10.0, "line": ""}, "kept": {"t_s": 15.5, "line": ""},
+                "readmitted": {"t_s": 30.4, "line": ""}}
+        self.assertEqual(verdicts({"Q1/restart": {"ksmtuned2": [r(dict(good))]}})[name], "PASS")
+        # the next instance forgot it: discovery switched it on at once
+        bad = {k: v for k, v in good.items() if k != "kept"}
+        bad["switched on"] = {"t_s": 16.0, "line": ""}
+        self.assertEqual(verdicts({"Q1/restart": {"ksmtuned2": [r(bad)]}})[name], "FAIL")
+        # readmitted ReadmitAfter= after the restart, not after the exclusion
+        late = dict(good, readmitted={"t_s": 35.5, "line": ""})
+        self.assertEqual(verdicts({"Q1/restart": {"ksmtuned2": [r(late)]}})[name], "FAIL")
+        # given PR_SET_MEMORY_MERGE over its whole mm, not its own ranges
+        self.assertEqual(verdicts({"Q1/restart": {"ksmtuned2": [r(dict(good), merge_any="yes")]}})[name], "FAIL")
+        # never excluded, so never restarted
+        self.assertEqual(verdicts({"Q1/restart": {"ksmtuned2": [r({}, restarted=None)]}})[name], "FAIL")
+
     def test_table_and_ratios_print(self):
         res = {"S1": {"aggressive": [run(0.15, 10.0), run(0.17, 11.0)], "ksmtuned": [run(None, 0.0, tail=None)],
                       "ksmtuned2": [run(0.9, 1.2)]}}

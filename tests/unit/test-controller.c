@@ -934,6 +934,14 @@ static void test_adopted_exclusion(void **state) {
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
         assert_int_equal(x.c.exclusions_gen, gen);
+        /* outside a burst, the tick comes when a readmission is due, not
+         * an Interval= later */
+        Controller k;
+        controller_init(&k, &x.cfg, now);
+        k.decided_usec = now;
+        assert_int_equal(controller_next_interval_usec(&k, &x.cfg, 3600 * SEC), 3600 * SEC);
+        assert_int_equal(controller_adopt_exclusion(&k, 7, 1, now - 9 * 60 * SEC, "q", now), 1);
+        assert_int_equal(controller_next_interval_usec(&k, &x.cfg, 3600 * SEC), 60 * SEC + MS);
 
         /* ReadmitAfter= (10 min) from the exclusion, not from the adoption */
         int ticks = 0;
