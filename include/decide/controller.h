@@ -75,6 +75,7 @@ typedef struct Exclusion {
         int pid;
         uint64_t start_time_ticks;
         uint64_t since_usec;
+        bool due;                       /* readmitted at the next tick, whatever since_usec says */
         char comm[TASK_COMM_SIZE];
 } Exclusion;
 
@@ -181,8 +182,9 @@ uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *
 
 /* An exclusion an earlier instance made (the exclusion journal): kept as
  * if made here at since_usec (CLOCK_MONOTONIC, clamped to now_usec), and
- * readmitted when ReadmitAfter= from then is over. 1 adopted, 0 known
+ * readmitted when ReadmitAfter= from then is over, or at the next tick
+ * with due (its policy allows no exclusion now). 1 adopted, 0 known
  * already, -ENOSPC when CONTROLLER_MAX_EXCLUSIONS are out already. */
-int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks, uint64_t since_usec,
+int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks, uint64_t since_usec, bool due,
                                const char *comm, uint64_t now_usec);
 

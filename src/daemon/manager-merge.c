@@ -80,10 +80,13 @@ void manager_exclusions_adopt(Manager *m) {
                                   pid);
                         continue;
                 }
-                r = tuner_adopt_exclusion(m->tuner, pid, start, since, p->comm, now);
+                /* A policy that says Mode=always now (edited between the
+                 * two instances) allows no exclusion: due at once. */
+                bool always = p->have_verdict && p->verdict.always;
+                r = tuner_adopt_exclusion(m->tuner, pid, start, since, always, p->comm, now);
                 if (r == -ENOSPC) {
-                        log_warning("%s:%u: pid %d: %d exclusions kept already, no room; it is readmitted at once.",
-                                    path, line_no, pid, CONTROLLER_MAX_EXCLUSIONS);
+                        log_warning("%s:%u: pid %d: %d exclusions kept already, no room for it: its policy may "
+                                    "switch it back on.", path, line_no, pid, CONTROLLER_MAX_EXCLUSIONS);
                         continue;
                 }
                 if (r == 0)
@@ -92,12 +95,16 @@ void manager_exclusions_adopt(Manager *m) {
                 discovery_note_exclusion(m->discovery, &a);
                 char ago[32], left[32];
                 uint64_t age = now - MIN((uint64_t) since, now);
-                log_notice("Keeping the exclusion of pid %d (%s) an earlier instance made %s ago; readmitted %s%s.",
-                           pid, CESCAPE(p->comm, CESCAPE_ASCII), format_timespan(ago, sizeof ago, age),
-                           age >= m->config.tuning.readmit_after_usec ? "now" : "in ",
-                           age >= m->config.tuning.readmit_after_usec
-                                   ? ""
-                                   : format_timespan(left, sizeof left, m->config.tuning.readmit_after_usec - age));
+                if (always)
+                        log_notice("pid %d (%s) was excluded by an earlier instance; its policy says Mode=always now: "
+                                   "readmitted now.", pid, CESCAPE(p->comm, CESCAPE_ASCII));
+                else
+                        log_notice("Keeping the exclusion of pid %d (%s) an earlier instance made %s ago; readmitted %s%s.",
+                                   pid, CESCAPE(p->comm, CESCAPE_ASCII), format_timespan(ago, sizeof ago, age),
+                                   age >= m->config.tuning.readmit_after_usec ? "now" : "in ",
+                                   age >= m->config.tuning.readmit_after_usec
+                                           ? ""
+                                           : format_timespan(left, sizeof left, m->config.tuning.readmit_after_usec - age));
         }
         /* written again at the first sync: what is kept, no more */
         m->exclusions_synced_gen = UINT64_MAX;

@@ -765,7 +765,7 @@ const Controller *tuner_controller(const Tuner *t) {
         return &t->controller;
 }
 
-int tuner_adopt_exclusion(Tuner *t, int pid, uint64_t start_time_ticks, uint64_t since_usec, const char *comm,
-                          uint64_t now_usec) {
-        return controller_adopt_exclusion(&t->controller, pid, start_time_ticks, since_usec, comm, now_usec);
+int tuner_adopt_exclusion(Tuner *t, int pid, uint64_t start_time_ticks, uint64_t since_usec, bool due,
+                          const char *comm, uint64_t now_usec) {
+        return controller_adopt_exclusion(&t->controller, pid, start_time_ticks, since_usec, due, comm, now_usec);
 }

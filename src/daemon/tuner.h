@@ -71,5 +71,5 @@ const SmartScanWorkaround *tuner_smart_scan_workaround(const Tuner *t);
 const Model *tuner_model(const Tuner *t);
 const Controller *tuner_controller(const Tuner *t);
 /* controller_adopt_exclusion() */
-int tuner_adopt_exclusion(Tuner *t, int pid, uint64_t start_time_ticks, uint64_t since_usec, const char *comm,
-                          uint64_t now_usec);
+int tuner_adopt_exclusion(Tuner *t, int pid, uint64_t start_time_ticks, uint64_t since_usec, bool due,
+                          const char *comm, uint64_t now_usec);

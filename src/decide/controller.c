@@ -313,7 +313,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
         for (size_t i = 0; i < c->n_exclusions;) {
                 Exclusion *x = &c->exclusions[i];
                 char span[32];
-                if (now - x->since_usec < cfg->readmit_after_usec) {
+                if (!x->due && now - x->since_usec < cfg->readmit_after_usec) {
                         i++;
                         continue;
                 }
@@ -447,7 +447,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
         return 0;
 }
 
-int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks, uint64_t since_usec,
+int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks, uint64_t since_usec, bool due,
                                const char *comm, uint64_t now_usec) {
         if (exclusion_find(c, pid))
                 return 0;
@@ -460,6 +460,7 @@ int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks
                 /* a journal from before a reboot has no meaning here; the
                  * pid's start time already told it apart */
                 .since_usec = MIN(since_usec, now_usec),
+                .due = due,
         };
         strscpy(e->comm, sizeof e->comm, comm ? comm : "");
         c->exclusions_gen++;
@@ -738,7 +739,8 @@ uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *
          * (seen in Q1/restart: 25.2 s after the exclusion at
          * ReadmitAfter=20s, the ticks 5 s apart in maintenance). */
         for (size_t i = 0; i < c->n_exclusions; i++) {
-                uint64_t due = c->exclusions[i].since_usec + cfg->readmit_after_usec;
+                uint64_t due = c->exclusions[i].due ? c->decided_usec + 1
+                                                    : c->exclusions[i].since_usec + cfg->readmit_after_usec;
                 if (due > c->decided_usec)
                         default_usec = MIN(default_usec, due - c->decided_usec + USEC_PER_MSEC);
         }

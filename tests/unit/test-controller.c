@@ -918,9 +918,9 @@ static void test_adopted_exclusion(void **state) {
 
         /* excluded 9 min ago; a since in the future (a journal from before a
          * reboot) is taken as now */
-        assert_int_equal(controller_adopt_exclusion(&x.c, 812, 4242, now - 9 * 60 * SEC, "qemu", now), 1);
-        assert_int_equal(controller_adopt_exclusion(&x.c, 812, 4242, now, "qemu", now), 0);
-        assert_int_equal(controller_adopt_exclusion(&x.c, 813, 1, now + 3600 * SEC, "late", now), 1);
+        assert_int_equal(controller_adopt_exclusion(&x.c, 812, 4242, now - 9 * 60 * SEC, false, "qemu", now), 1);
+        assert_int_equal(controller_adopt_exclusion(&x.c, 812, 4242, now, false, "qemu", now), 0);
+        assert_int_equal(controller_adopt_exclusion(&x.c, 813, 1, now + 3600 * SEC, false, "late", now), 1);
         assert_int_equal(x.c.exclusions[1].since_usec, now);
         assert_int_equal(x.c.n_exclusions, 2);
         assert_true(x.c.exclusions_gen > gen);
@@ -940,8 +940,11 @@ static void test_adopted_exclusion(void **state) {
         controller_init(&k, &x.cfg, now);
         k.decided_usec = now;
         assert_int_equal(controller_next_interval_usec(&k, &x.cfg, 3600 * SEC), 3600 * SEC);
-        assert_int_equal(controller_adopt_exclusion(&k, 7, 1, now - 9 * 60 * SEC, "q", now), 1);
+        assert_int_equal(controller_adopt_exclusion(&k, 7, 1, now - 9 * 60 * SEC, false, "q", now), 1);
         assert_int_equal(controller_next_interval_usec(&k, &x.cfg, 3600 * SEC), 60 * SEC + MS);
+        /* one its policy no longer lets be excluded (Mode=always): due now */
+        assert_int_equal(controller_adopt_exclusion(&k, 8, 1, now, true, "always", now), 1);
+        assert_true(controller_next_interval_usec(&k, &x.cfg, 3600 * SEC) <= MS + 1);
 
         /* ReadmitAfter= (10 min) from the exclusion, not from the adoption */
         int ticks = 0;
@@ -956,10 +959,18 @@ static void test_adopted_exclusion(void **state) {
         assert_int_equal(x.c.n_exclusions, 1);
         assert_true(x.c.exclusions_gen > gen);
 
+        /* due: readmitted at the next tick, however recent */
+        assert_int_equal(controller_adopt_exclusion(&x.c, 815, 3, x.s.time_usec, true, "always", x.s.time_usec), 1);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].pid, 815);
+        assert_int_equal(x.plan.actions[0].action, MERGE_ACTION_ENABLE);
+        assert_int_equal(x.c.n_exclusions, 1);
+
         /* no room: CONTROLLER_MAX_EXCLUSIONS */
         for (int i = 0; i < CONTROLLER_MAX_EXCLUSIONS - 1; i++)
-                assert_int_equal(controller_adopt_exclusion(&x.c, 1000 + i, 1, now, "many", x.s.time_usec), 1);
-        assert_int_equal(controller_adopt_exclusion(&x.c, 2000, 1, now, "one more", x.s.time_usec), -ENOSPC);
+                assert_int_equal(controller_adopt_exclusion(&x.c, 1000 + i, 1, now, false, "many", x.s.time_usec), 1);
+        assert_int_equal(controller_adopt_exclusion(&x.c, 2000, 1, now, false, "one more", x.s.time_usec), -ENOSPC);
         plan_done(&x.plan);
 }
 
