@@ -131,7 +131,6 @@ typedef struct Controller {
 
         Exclusion exclusions[CONTROLLER_MAX_EXCLUSIONS];
         size_t n_exclusions;
-        uint64_t exclusions_gen;        /* bumped whenever the exclusions change: the manager persists them */
         ContenderYield yields[CONTROLLER_MAX_YIELDS];
         /* A contender met every condition but a second look at its merged
          * pages, or every one but its blocked share while too little of

@@ -1433,6 +1433,7 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
                 int r = mm_reader_new(&w->root, NULL, 1, c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC, NULL,
                                       NULL, &w->reader);
                 if (r < 0) {
+                        merge_restore_book_done(&w->restore);
                         safe_close(w->root.proc_fd);
                         free(w);
                         return r;

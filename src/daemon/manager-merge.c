@@ -44,23 +44,109 @@ int manager_merge_start(Manager *m) {
         return 0;
 }
 
+/* --- the exclusion journal --- */
+
+static ssize_t journal_find(const Manager *m, int pid) {
+        for (size_t i = 0; i < m->n_journal; i++)
+                if (m->journal[i].pid == pid)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void journal_add(Manager *m, const Exclusion *e) {
+        ssize_t i = journal_find(m, e->pid);
+        if (i < 0 && m->n_journal >= MANAGER_JOURNAL_MAX) {
+                log_warning("Exclusion journal full (%d): forgetting pid %d's, the oldest.", MANAGER_JOURNAL_MAX,
+                            m->journal[0].pid);
+                memmove(&m->journal[0], &m->journal[1], --m->n_journal * sizeof *m->journal);
+        }
+        m->journal[i < 0 ? m->n_journal++ : (size_t) i] = *e;
+        m->journal_dirty = true;
+}
+
+static void journal_remove(Manager *m, int pid) {
+        ssize_t i = journal_find(m, pid);
+        if (i < 0)
+                return;
+        m->journal[i] = m->journal[--m->n_journal];
+        m->journal_dirty = true;
+}
+
+static void journal_write(Manager *m) {
+        _cleanup_free_ char *text = NULL;
+        size_t size = 0;
+        if (!m->journal_dirty || !m->journal_path)
+                return;
+        FILE *f = open_memstream(&text, &size);
+        if (!f) {
+                log_oom();
+                return;
+        }
+        for (size_t i = 0; i < m->n_journal; i++)
+                fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", m->journal[i].pid, m->journal[i].start_time_ticks,
+                        m->journal[i].since_usec);
+        if (fclose(f) != 0) {
+                log_oom();
+                return;
+        }
+        int r = write_state_file(m->journal_path, text, 0600);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s (the exclusions, for an instance started after this one): %m",
+                                  m->journal_path);
+        else
+                m->journal_dirty = false;
+}
+
+/* Into the controller (and discovery's excluded flag): at start, and for
+ * an exclusion the controller dropped while nothing was carried out
+ * (its readmission decided in Mode=observe or while paused). */
+static void journal_adopt(Manager *m, const Exclusion *e, const Process *p, uint64_t now, const char *origin) {
+        /* A policy that says Mode=always now (edited meanwhile) allows no
+         * exclusion: due at once. */
+        bool always = p->have_verdict && p->verdict.always;
+        int r = tuner_adopt_exclusion(m->tuner, e->pid, e->start_time_ticks, e->since_usec, always, p->comm, now);
+        if (r == -ENOSPC) {
+                log_warning("pid %d (%s): %d exclusions kept already, no room for the one %s: its policy may switch it "
+                            "back on.", e->pid, CESCAPE(p->comm, CESCAPE_ASCII), CONTROLLER_MAX_EXCLUSIONS, origin);
+                journal_remove(m, e->pid);
+                return;
+        }
+        if (r <= 0)
+                return;
+        ProcessAction a = { .pid = e->pid, .start_time_ticks = e->start_time_ticks, .action = MERGE_ACTION_DISABLE };
+        discovery_note_exclusion(m->discovery, &a);
+        char ago[32], left[32];
+        uint64_t age = now - MIN(e->since_usec, now), after = m->config.tuning.readmit_after_usec;
+        if (always)
+                log_notice("pid %d (%s) is out of KSM by the exclusion %s; its policy says Mode=always now: "
+                           "readmitted now.", e->pid, CESCAPE(p->comm, CESCAPE_ASCII), origin);
+        else
+                log_notice("Keeping the exclusion of pid %d (%s) %s %s ago; readmitted %s%s.", e->pid,
+                           CESCAPE(p->comm, CESCAPE_ASCII), origin, format_timespan(ago, sizeof ago, age),
+                           age >= after ? "now" : "in ", age >= after ? "" : format_timespan(left, sizeof left, after - age));
+}
+
 void manager_exclusions_adopt(Manager *m) {
-        _cleanup_free_ char *path = runtime_file(m, "exclusions"), *text = NULL;
+        _cleanup_free_ char *text = NULL;
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         unsigned line_no = 0;
         int r;
 
-        if (!path) {
+        m->journal_path = runtime_file(m, "exclusions");
+        if (!m->journal_path) {
                 log_oom();
                 return;
         }
-        r = read_full_file_at(AT_FDCWD, path, 64 * 1024, &text, NULL);
+        r = read_full_file_at(AT_FDCWD, m->journal_path, 64 * 1024, &text, NULL);
         if (r == -ENOENT)
                 return;
         if (r < 0) {
-                log_warning_errno(r, "Cannot read %s, ignoring the exclusions an earlier instance made: %m", path);
+                log_warning_errno(r, "Cannot read %s, ignoring the exclusions an earlier instance made: %m",
+                                  m->journal_path);
                 return;
         }
+        /* written again at the first sync: what is kept, no more */
+        m->journal_dirty = true;
         for (char *line = text, *next; line && *line; line = next) {
                 int pid, used = 0;
                 unsigned long long start, since;
@@ -71,72 +157,57 @@ void manager_exclusions_adopt(Manager *m) {
                 if (isempty(line))
                         continue;
                 if (sscanf(line, "%d %llu %llu%n", &pid, &start, &since, &used) != 3 || line[used] != 0 || pid <= 0) {
-                        log_warning("%s:%u: not \"PID START_TIME_TICKS SINCE_USEC\", line ignored.", path, line_no);
+                        log_warning("%s:%u: not \"PID START_TIME_TICKS SINCE_USEC\", line ignored.", m->journal_path,
+                                    line_no);
                         continue;
                 }
                 const Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), pid) : NULL;
                 if (!p || p->start_time_ticks != start) {
-                        log_debug("%s:%u: pid %d is gone (or another process now), nothing to keep.", path, line_no,
-                                  pid);
+                        log_debug("%s:%u: pid %d is gone (or another process now), nothing to keep.", m->journal_path,
+                                  line_no, pid);
                         continue;
                 }
-                /* A policy that says Mode=always now (edited between the
-                 * two instances) allows no exclusion: due at once. */
-                bool always = p->have_verdict && p->verdict.always;
-                r = tuner_adopt_exclusion(m->tuner, pid, start, since, always, p->comm, now);
-                if (r == -ENOSPC) {
-                        log_warning("%s:%u: pid %d: %d exclusions kept already, no room for it: its policy may "
-                                    "switch it back on.", path, line_no, pid, CONTROLLER_MAX_EXCLUSIONS);
-                        continue;
-                }
-                if (r == 0)
-                        continue;
-                ProcessAction a = { .pid = pid, .start_time_ticks = start, .action = MERGE_ACTION_DISABLE };
-                discovery_note_exclusion(m->discovery, &a);
-                char ago[32], left[32];
-                uint64_t age = now - MIN((uint64_t) since, now);
-                if (always)
-                        log_notice("pid %d (%s) was excluded by an earlier instance; its policy says Mode=always now: "
-                                   "readmitted now.", pid, CESCAPE(p->comm, CESCAPE_ASCII));
-                else
-                        log_notice("Keeping the exclusion of pid %d (%s) an earlier instance made %s ago; readmitted %s%s.",
-                                   pid, CESCAPE(p->comm, CESCAPE_ASCII), format_timespan(ago, sizeof ago, age),
-                                   age >= m->config.tuning.readmit_after_usec ? "now" : "in ",
-                                   age >= m->config.tuning.readmit_after_usec
-                                           ? ""
-                                           : format_timespan(left, sizeof left, m->config.tuning.readmit_after_usec - age));
+                Exclusion e = { .pid = pid, .start_time_ticks = start, .since_usec = MIN((uint64_t) since, now) };
+                strscpy(e.comm, sizeof e.comm, p->comm);
+                journal_add(m, &e);
+                journal_adopt(m, &e, p, now, "an earlier instance made");
         }
-        /* written again at the first sync: what is kept, no more */
-        m->exclusions_synced_gen = UINT64_MAX;
 }
 
-/* The journal holds exactly these n exclusions from now on. */
-static int exclusions_write(const Manager *m, const Exclusion *e, size_t n) {
-        _cleanup_free_ char *path = runtime_file(m, "exclusions"), *text = NULL;
-        size_t size = 0;
-        int r;
-        if (!path)
-                return log_oom();
-        FILE *f = open_memstream(&text, &size);
-        if (!f)
-                return log_oom();
-        for (size_t i = 0; i < n; i++)
-                fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", e[i].pid, e[i].start_time_ticks, e[i].since_usec);
-        if (fclose(f) != 0)
-                return log_oom();
-        r = write_state_file(path, text, 0600);
-        if (r < 0)
-                return log_warning_errno(r, "Cannot write %s (the exclusions, for an instance started after this one): %m",
-                                         path);
-        return 0;
+/* An outcome changes the journal: a DISABLE carried out for an exclusion
+ * the controller keeps enters it, an ENABLE carried out (the readmission,
+ * or discovery's after a policy change) or a process gone leaves it. */
+static void journal_note_outcome(Manager *m, const MergeOutcome *o) {
+        const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
+        if (o->kind == MERGE_OUTCOME_GONE ||
+            (o->action == MERGE_ACTION_ENABLE && (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_ALREADY))) {
+                journal_remove(m, o->pid);
+                return;
+        }
+        if (m->merge_stopping || o->action != MERGE_ACTION_DISABLE ||
+            (o->kind != MERGE_OUTCOME_DONE && o->kind != MERGE_OUTCOME_ALREADY))
+                return;
+        for (size_t i = 0; c && i < c->n_exclusions; i++)
+                if (c->exclusions[i].pid == o->pid && c->exclusions[i].start_time_ticks == o->start_time_ticks)
+                        journal_add(m, &c->exclusions[i]);
 }
 
 void manager_exclusions_sync(Manager *m) {
         const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
-        if (!c || c->exclusions_gen == m->exclusions_synced_gen)
-                return;
-        if (exclusions_write(m, c->exclusions, c->n_exclusions) >= 0)
-                m->exclusions_synced_gen = c->exclusions_gen;
+        /* Acting again after observing or a pause: what the controller
+         * readmitted meanwhile on paper is still out. */
+        if (c && manager_may_act_on_processes(m) && !manager_dry_run(m)) {
+                uint64_t now = now_usec(CLOCK_MONOTONIC);
+                for (size_t i = 0; i < m->n_journal; i++) {
+                        bool known = false;
+                        for (size_t k = 0; k < c->n_exclusions && !known; k++)
+                                known = c->exclusions[k].pid == m->journal[i].pid;
+                        const Process *p = known ? NULL : process_table_get(manager_processes(m), m->journal[i].pid);
+                        if (p && p->start_time_ticks == m->journal[i].start_time_ticks)
+                                journal_adopt(m, &m->journal[i], p, now, "made before observing or a pause");
+                }
+        }
+        journal_write(m);
 }
 
 /* The MESSAGE_ID of an outcome that is news: a change, or a change that was
@@ -162,6 +233,7 @@ static void note_outcome(Manager *m, const MergeOutcome *o) {
         if (p && p->start_time_ticks != o->start_time_ticks)
                 p = NULL; /* another process under the same pid: not its comm, unit or VM */
         m->actions[o->action][o->used][o->kind]++;
+        journal_note_outcome(m, o);
         if (o->kind == MERGE_OUTCOME_DONE)
                 m->slowest_done_usec = MAX(m->slowest_done_usec, o->duration_usec);
         if (p) {
@@ -295,6 +367,19 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
                                 discovery_note_exclusion(m->discovery, &b->actions[i]);
                                 break;
                         }
+        /* A readmission decided while acting ends the exclusion, whatever
+         * becomes of it: carried out, or refused by the policy (Mode=never
+         * now, or not yet), discovery owns the process again and switches it
+         * on by its policy, with what the restore book says it had. So does
+         * any switch-on handed to the actuator. */
+        if (!manager_dry_run(m)) {
+                for (size_t k = 0; k < b->n_actions; k++)
+                        if (b->actions[k].action == MERGE_ACTION_ENABLE)
+                                journal_remove(m, b->actions[k].pid);
+                for (size_t k = 0; k < all.n_actions; k++)
+                        if (all.actions[k].action == MERGE_ACTION_ENABLE)
+                                journal_remove(m, all.actions[k].pid);
+        }
         merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
         r = merge_worker_submit(m->merge, all.actions, all.n_actions);
         n = all.n_actions;
@@ -319,15 +404,16 @@ static uint64_t merge_stop_budget_usec(const Manager *m) {
         return CLAMP(4 * m->slowest_done_usec, MERGE_STOP_USEC, MERGE_STOP_MAX_USEC);
 }
 
-/* At a clean stop the controller's exclusions end: each process gets back
+/* At a clean stop the exclusions carried out end: each process gets back
  * what it had (as at its readmission), since no instance may come to
  * readmit it, and the knobs go back to what they were as well. A
- * restart meets the contender afresh. What was not given back (the
- * deadline, a refusal) stays in the journal for the next instance. */
+ * restarted daemon meets the contender afresh. Only when the daemon acts
+ * on processes (Mode=auto, not paused, no dry run): else what is out stays
+ * in the journal, for an instance that does. What was not given back (the
+ * deadline, a refusal) stays there too. */
 static void plan_readmissions(Manager *m, uint64_t now, Plan *ret) {
-        const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
-        for (size_t i = 0; c && i < c->n_exclusions; i++) {
-                const Exclusion *x = &c->exclusions[i];
+        for (size_t i = 0; i < m->n_journal; i++) {
+                const Exclusion *x = &m->journal[i];
                 char span[32];
                 ProcessAction a = {
                         .pid = x->pid,
@@ -345,25 +431,6 @@ static void plan_readmissions(Manager *m, uint64_t now, Plan *ret) {
         }
 }
 
-static void journal_what_was_not_readmitted(Manager *m, const MergeReport *r) {
-        const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
-        Exclusion left[CONTROLLER_MAX_EXCLUSIONS];
-        size_t n = 0;
-        if (!c || c->n_exclusions == 0)
-                return;
-        for (size_t i = 0; i < c->n_exclusions; i++) {
-                const MergeOutcome *o = merge_report_find(r, c->exclusions[i].pid);
-                if (o && o->action == MERGE_ACTION_ENABLE &&
-                    (merge_outcome_ok(o) || o->kind == MERGE_OUTCOME_GONE))
-                        continue;
-                left[n++] = c->exclusions[i];
-        }
-        if (n > 0)
-                log_notice("%zu excluded process(es) not given back their merging as the daemon stops: the next "
-                           "instance readmits them when ReadmitAfter= is over.", n);
-        (void) exclusions_write(m, left, n);
-}
-
 void manager_merge_stop(Manager *m) {
         _cleanup_(plan_done) Plan readmit = {};
         MergeReport r = {};
@@ -373,16 +440,20 @@ void manager_merge_stop(Manager *m) {
         uint64_t now = now_usec(CLOCK_MONOTONIC);
         uint64_t budget = merge_stop_budget_usec(m);
         uint64_t deadline = now + budget;
-        bool acting = manager_may_act_on_processes(m);
-        if (acting)
+        bool dry = manager_dry_run(m);
+        if (manager_may_act_on_processes(m) && !dry)
                 plan_readmissions(m, now, &readmit);
-        bool unmerge = m->config.unmerge_on_exit && !manager_dry_run(m);
+        bool unmerge = m->config.unmerge_on_exit && !dry;
+        /* From here an outcome only takes exclusions out of the journal: the
+         * ledger's unmerge of a readmitted process is no exclusion. */
+        m->merge_stopping = true;
         /* What the worker did since the last tick is news like any other
          * outcome, also when the stop comes before that tick: taken (a
          * running injection gives up by the deadline) and recorded. */
         if (unmerge || readmit.n_actions > 0) {
                 if (unmerge)
                         log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
+                merge_worker_set_options(m->merge, dry, m->config.inject_seccomp);
                 int k = merge_worker_finish(m->merge, readmit.actions, readmit.n_actions, unmerge, deadline, &r);
                 if (k == -ETIMEDOUT)
                         log_warning("%s not finished within %" PRIu64 " ms; some processes may still %s.",
@@ -392,8 +463,11 @@ void manager_merge_stop(Manager *m) {
                         log_oom();
         } else
                 (void) merge_worker_take(m->merge, &r);
-        if (acting)
-                journal_what_was_not_readmitted(m, &r);
         take_outcomes(m, &r);
+        if (m->n_journal > 0)
+                log_notice("%zu excluded process(es) left out of KSM as the daemon stops%s: an instance started later "
+                           "readmits them when ReadmitAfter= is over.", m->n_journal,
+                           readmit.n_actions > 0 ? " (not given back in time, or refused)" : "");
+        journal_write(m);
         m->merge = merge_worker_stop_until(m->merge, deadline);
 }

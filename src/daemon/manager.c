@@ -84,6 +84,7 @@ Manager *manager_free(Manager *m) {
         history_done(&m->history);
         free(m->config_path);
         strv_free(m->config_files);
+        free(m->journal_path);
         free(m);
         return NULL;
 }

@@ -20,6 +20,10 @@
 #include "state-dump.h"
 #include "tuner.h"
 
+/* Exclusions journaled at most: the controller's, and those it forgot
+ * while observing or paused (readmissions decided, not carried out). */
+#define MANAGER_JOURNAL_MAX (2 * CONTROLLER_MAX_EXCLUSIONS)
+
 typedef struct ManagerBus ManagerBus;
 
 /* The manager owns every stage (DESIGN.md §3) and is the only module that
@@ -72,7 +76,13 @@ typedef struct Manager {
         Discovery *discovery;           /* processes, policies, verdicts; NULL before startup */
         LoopStats loop;                 /* tick timing, for the SIGUSR1 state dump */
         MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
-        uint64_t exclusions_synced_gen; /* the controller's exclusions_gen last written (manager-merge.c) */
+        /* The controller's exclusions that were carried out and not handed
+         * back yet: RuntimeDirectory=/exclusions (manager-merge.c). */
+        Exclusion journal[MANAGER_JOURNAL_MAX];
+        size_t n_journal;
+        bool journal_dirty;
+        char *journal_path;             /* resolved at start: a reload's RuntimeDirectory= does not move it */
+        bool merge_stopping;            /* manager_merge_stop() began */
         struct InjectorClient *injector; /* the ptrace-holding process (injector.h); NULL: none */
 } Manager;
 

@@ -331,7 +331,6 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 decide_about(d, "readmit", &a);
                 contender_yield_forget(c, x->pid, x->start_time_ticks);
                 *x = c->exclusions[--c->n_exclusions];
-                c->exclusions_gen++;
         }
 
         if (m->window_usec == 0 || m->window_usec == c->last_window_usec)
@@ -442,7 +441,6 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                         .since_usec = now,
                 };
                 strscpy(e->comm, sizeof e->comm, x->comm);
-                c->exclusions_gen++;
         }
         return 0;
 }
@@ -463,7 +461,6 @@ int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks
                 .due = due,
         };
         strscpy(e->comm, sizeof e->comm, comm ? comm : "");
-        c->exclusions_gen++;
         return 1;
 }
 
