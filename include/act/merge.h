@@ -177,6 +177,7 @@ const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, 
 typedef struct MergeContext {
         MergeRestoreBook *restore;      /* NULL: switching on is always whole-mm (or all anon ranges) */
         const char *restore_path;       /* merge_worker_start(): the book's file (RuntimeDirectory=); NULL none */
+        const char *ledger_path;        /* merge_worker_start(): the ledger's file; NULL none */
         const struct MergeLedger *ledger; /* what the daemon switched on, for MergeRestoreEntry.ours; NULL */
         const Root *root;
         const Probe *probe;
@@ -242,11 +243,25 @@ typedef struct MergeLedgerEntry {
 typedef struct MergeLedger {
         MergeLedgerEntry *entries;
         size_t n, alloc;
+        /* Written again at each change (RuntimeDirectory=/enabled), so that
+         * UnmergeOnExit=yes in an instance started after this one was
+         * killed still switches off what this one switched on. NULL: not
+         * persisted. */
+        char *path;
 } MergeLedger;
 
 void merge_ledger_done(MergeLedger *l);
-/* Records DONE enables and forgets DONE disables and GONE processes. */
+/* Records DONE enables and forgets DONE disables and GONE processes: 1
+ * when the ledger changed, 0 when not, -ENOMEM. */
 int merge_ledger_update(MergeLedger *l, const MergeReport *r);
+/* One line per process: "PID START_TIME_TICKS METHOD PRIVILEGED(0|1)".
+ * NULL on ENOMEM. */
+char *merge_ledger_format(const MergeLedger *l);
+/* Adds the lines of text to l; a line that does not parse is skipped with
+ * a warning naming name and its line. The number taken, or -ENOMEM. */
+int merge_ledger_parse(MergeLedger *l, const char *text, const char *name);
+/* As merge_restore_book_load(), for the ledger. */
+int merge_ledger_load(MergeLedger *l, const char *path, const Root *root);
 /* Disables every entry (with the method that enabled it); outcomes go to ret. */
 int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret);
 

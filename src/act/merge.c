@@ -1199,28 +1199,134 @@ int merge_apply(const MergeContext *c, const ProcessAction *a, size_t n, MergeRe
 
 void merge_ledger_done(MergeLedger *l) {
         free(l->entries);
+        free(l->path);
         *l = (MergeLedger) {};
 }
 
-static void ledger_forget(MergeLedger *l, int pid) {
+char *merge_ledger_format(const MergeLedger *l) {
+        char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        if (!f)
+                return NULL;
+        for (size_t i = 0; i < l->n; i++)
+                fprintf(f, "%d %" PRIu64 " %s %d\n", l->entries[i].pid, l->entries[i].start_time_ticks,
+                        merge_method_to_string(l->entries[i].method), l->entries[i].inject_privileged ? 1 : 0);
+        if (fclose(f) != 0) {
+                free(buf);
+                return NULL;
+        }
+        return buf;
+}
+
+static int ledger_add(MergeLedger *l, const MergeLedgerEntry *e) {
+        for (size_t i = 0; i < l->n; i++)
+                if (l->entries[i].pid == e->pid) {
+                        l->entries[i] = *e;
+                        return 0;
+                }
+        if (greedy_realloc((void **) &l->entries, &l->alloc, l->n + 1, sizeof *l->entries, 16) < 0)
+                return -ENOMEM;
+        l->entries[l->n++] = *e;
+        return 0;
+}
+
+int merge_ledger_parse(MergeLedger *l, const char *text, const char *name) {
+        _cleanup_free_ char *copy = strdup(text);
+        unsigned line_no = 0;
+        int n = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = copy, *next; line && *line; line = next) {
+                char method[32];
+                int pid, priv, used = 0;
+                unsigned long long start;
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                line_no++;
+                if (isempty(line))
+                        continue;
+                MergeMethod m = _MERGE_METHOD_INVALID;
+                if (sscanf(line, "%d %llu %31s %d%n", &pid, &start, method, &priv, &used) == 4 && line[used] == 0)
+                        m = merge_method_from_string(method);
+                if (pid <= 0 || m < 0 || m == MERGE_METHOD_NONE || m == MERGE_METHOD_ANY || (priv != 0 && priv != 1)) {
+                        log_warning("%s:%u: not \"PID START_TIME_TICKS METHOD 0|1\", line ignored.", name, line_no);
+                        continue;
+                }
+                if (ledger_add(l, &(MergeLedgerEntry) { pid, start, m, priv == 1 }) < 0)
+                        return -ENOMEM;
+                n++;
+        }
+        return n;
+}
+
+static void ledger_persist(const MergeLedger *l) {
+        if (!l->path)
+                return;
+        _cleanup_free_ char *text = merge_ledger_format(l);
+        int r = text ? write_state_file(l->path, text, 0600) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s (what this daemon switched on, for UnmergeOnExit= after a "
+                                     "restart): %m", l->path);
+}
+
+int merge_ledger_load(MergeLedger *l, const char *path, const Root *root) {
+        _cleanup_free_ char *text = NULL;
+        int r;
+
+        free(l->path);
+        l->path = strdup(path);
+        if (!l->path)
+                return -ENOMEM;
+        r = read_full_file_at(AT_FDCWD, path, 16 * 1024 * 1024, &text, NULL);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        r = merge_ledger_parse(l, text, path);
+        if (r < 0)
+                return r;
+        size_t before = l->n;
+        for (size_t i = 0; root && i < l->n;) {
+                _cleanup_close_ int dfd = -EBADF;
+                ProcStat st;
+                if (root_open_pid_dir(root, l->entries[i].pid, &dfd) < 0 || procfs_read_stat(dfd, &st) < 0 ||
+                    st.start_time_ticks != l->entries[i].start_time_ticks)
+                        l->entries[i] = l->entries[--l->n];
+                else
+                        i++;
+        }
+        if (l->n != before)
+                ledger_persist(l);
+        return (int) l->n;
+}
+
+static bool ledger_forget(MergeLedger *l, int pid) {
         for (size_t i = 0; i < l->n; i++)
                 if (l->entries[i].pid == pid) {
                         l->entries[i] = l->entries[--l->n];
-                        return;
+                        return true;
                 }
+        return false;
 }
 
 int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
+        bool changed = false;
         for (size_t i = 0; i < r->n; i++) {
                 const MergeOutcome *o = &r->outcomes[i];
-                ledger_forget(l, o->pid);
+                changed |= ledger_forget(l, o->pid);
                 if (!(o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE) || o->restored_own)
                         continue;
                 if (greedy_realloc((void **) &l->entries, &l->alloc, l->n + 1, sizeof *l->entries, 16) < 0)
                         return -ENOMEM;
                 l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used, o->inject_privileged };
+                changed = true;
         }
-        return 0;
+        if (changed)
+                ledger_persist(l);
+        return changed;
 }
 
 int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret) {
@@ -1238,6 +1344,7 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
                         return r;
         }
         l->n = 0;
+        ledger_persist(l);
         return 0;
 }
 
@@ -1428,11 +1535,28 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
                                  "for their readmission.", c->restore_path, r);
         }
         w->ctx.restore_path = NULL;
+        if (c->ledger_path) {
+                int r = merge_ledger_load(&w->ledger, c->ledger_path, &w->root);
+                if (r == -ENOMEM) {
+                        merge_ledger_done(&w->ledger);
+                        merge_restore_book_done(&w->restore);
+                        safe_close(w->root.proc_fd);
+                        free(w);
+                        return r;
+                }
+                if (r < 0)
+                        log_warning_errno(r, "Cannot read %s, ignoring: %m", c->ledger_path);
+                else if (r > 0)
+                        log_info("%s: %d process(es) an earlier instance switched on, for UnmergeOnExit=.",
+                                 c->ledger_path, r);
+        }
+        w->ctx.ledger_path = NULL;
         if (!w->ctx.reader) {
                 /* One worker; a stuck one is replaced (up to 4). */
                 int r = mm_reader_new(&w->root, NULL, 1, c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC, NULL,
                                       NULL, &w->reader);
                 if (r < 0) {
+                        merge_ledger_done(&w->ledger);
                         merge_restore_book_done(&w->restore);
                         safe_close(w->root.proc_fd);
                         free(w);

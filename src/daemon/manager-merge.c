@@ -34,10 +34,11 @@ static char *runtime_file(const Manager *m, const char *name) {
 
 int manager_merge_start(Manager *m) {
         MergeContext c = merge_context(m);
-        _cleanup_free_ char *book = runtime_file(m, "restore-ranges");
-        if (!book)
+        _cleanup_free_ char *book = runtime_file(m, "restore-ranges"), *ledger = runtime_file(m, "enabled");
+        if (!book || !ledger)
                 return log_oom();
         c.restore_path = book;
+        c.ledger_path = ledger;
         int r = merge_worker_start(&c, &m->merge);
         if (r < 0)
                 return log_error_errno(r, "Failed to start the merge actuator: %m");

@@ -100,6 +100,21 @@ not_merging "$target_pid" || fail "UnmergeOnExit=yes left the target merging"
 log_has "UnmergeOnExit=yes: disabling merging" || fail "no UnmergeOnExit line"
 echo "UnmergeOnExit=yes: unmerged on stop"
 
+# 2b. The same across a SIGKILL: the next instance finds the target merging
+# already ("not touched"), and only the ledger the killed one left in the
+# runtime directory says it was the daemon's doing, to be undone at its stop.
+start_daemon
+wait_for 10 is_merging "$target_pid" || fail "target not merged again"
+wait_for 5 grep -q "^$target_pid " "$tmp/run/enabled" || fail "no ledger entry for the target in $tmp/run/enabled"
+kill -KILL "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
+start_daemon
+wait_for 10 log_has "enabled: 1 process(es) an earlier instance switched on" || fail "the ledger was not read back"
+stop_daemon
+not_merging "$target_pid" || fail "UnmergeOnExit=yes after a SIGKILL and restart left the target merging"
+[ ! -e "$tmp/run/enabled" ] || fail "ledger left after the unmerge: $(cat "$tmp/run/enabled")"
+healthy "$target_pid" || fail "target unhealthy"
+echo "UnmergeOnExit=yes after SIGKILL + restart: unmerged on stop"
+
 # 3. UnmergeOnExit=no (default): merging stays on after the daemon stops.
 write_conf no
 start_daemon

@@ -146,16 +146,32 @@ static void test_ledger(void **state) {
         };
         MergeReport r = { .outcomes = out, .n = ELEMENTSOF(out) };
         MergeLedger l = {};
-        assert_int_equal(merge_ledger_update(&l, &r), 0);
+        assert_int_equal(merge_ledger_update(&l, &r), 1);
         assert_int_equal(l.n, 1);
         assert_int_equal(l.entries[0].pid, 10);
         assert_true(l.entries[0].inject_privileged); /* UnmergeOnExit= disables it with the same right */
         assert_ptr_equal(merge_report_find(&r, 12), &out[3]);
         assert_null(merge_report_find(&r, 99));
+        /* what a killed instance leaves for the next one */
+        char *text = merge_ledger_format(&l);
+        assert_string_equal(text, "10 0 inject 1\n");
+        MergeLedger back = {};
+        assert_int_equal(merge_ledger_parse(&back, "10 0 inject 1\n11 5 madvise 0\n12 5 none 0\n13 5 any 0\n"
+                                                   "14 5 inject 2\n0 5 inject 0\n15 x inject 0\n16 5 inject 0 more\n"
+                                                   "11 6 process_ksm 0", "enabled"), 3);
+        assert_int_equal(back.n, 2); /* pid 11 twice: the last wins */
+        assert_int_equal(back.entries[0].pid, 10);
+        assert_true(back.entries[0].inject_privileged);
+        assert_int_equal(back.entries[0].method, MERGE_METHOD_INJECT);
+        assert_int_equal(back.entries[1].pid, 11);
+        assert_int_equal(back.entries[1].start_time_ticks, 6);
+        free(text);
+        merge_ledger_done(&back);
         MergeOutcome gone = { .pid = 10, .kind = MERGE_OUTCOME_GONE };
         MergeReport r2 = { .outcomes = &gone, .n = 1 };
-        assert_int_equal(merge_ledger_update(&l, &r2), 0);
+        assert_int_equal(merge_ledger_update(&l, &r2), 1);
         assert_int_equal(l.n, 0);
+        assert_int_equal(merge_ledger_update(&l, &r2), 0);
         merge_ledger_done(&l);
 }
 
