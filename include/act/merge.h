@@ -250,6 +250,9 @@ typedef struct MergeLedger {
         char *path;
 } MergeLedger;
 
+/* The reason of the ledger's switch-offs at a stop. */
+#define MERGE_REASON_UNMERGE_ON_EXIT "UnmergeOnExit=yes"
+
 void merge_ledger_done(MergeLedger *l);
 /* Records DONE enables and forgets DONE disables and GONE processes: 1
  * when the ledger changed, 0 when not, -ENOMEM. */

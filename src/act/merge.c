@@ -1338,7 +1338,7 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
                         .method = l->entries[i].method,
                         .inject_privileged = l->entries[i].inject_privileged,
                 };
-                strscpy(a.reason, sizeof a.reason, "UnmergeOnExit=yes");
+                strscpy(a.reason, sizeof a.reason, MERGE_REASON_UNMERGE_ON_EXIT);
                 int r = merge_apply(c, &a, 1, ret);
                 if (r < 0)
                         return r;

@@ -47,29 +47,39 @@ int manager_merge_start(Manager *m) {
 
 /* --- the exclusion journal --- */
 
-static ssize_t journal_find(const Manager *m, int pid) {
+/* start_time_ticks 0: any process under pid. */
+static ssize_t journal_find(const Manager *m, int pid, uint64_t start_time_ticks) {
         for (size_t i = 0; i < m->n_journal; i++)
-                if (m->journal[i].pid == pid)
+                if (m->journal[i].x.pid == pid &&
+                    (start_time_ticks == 0 || m->journal[i].x.start_time_ticks == start_time_ticks))
                         return (ssize_t) i;
         return -1;
 }
 
-static void journal_add(Manager *m, const Exclusion *e) {
-        ssize_t i = journal_find(m, e->pid);
-        if (i < 0 && m->n_journal >= MANAGER_JOURNAL_MAX) {
-                log_warning("Exclusion journal full (%d): forgetting pid %d's, the oldest.", MANAGER_JOURNAL_MAX,
-                            m->journal[0].pid);
-                memmove(&m->journal[0], &m->journal[1], --m->n_journal * sizeof *m->journal);
-        }
-        m->journal[i < 0 ? m->n_journal++ : (size_t) i] = *e;
+static void journal_remove_at(Manager *m, size_t i) {
+        memmove(&m->journal[i], &m->journal[i + 1], (m->n_journal - i - 1) * sizeof *m->journal);
+        m->n_journal--;
         m->journal_dirty = true;
 }
 
-static void journal_remove(Manager *m, int pid) {
-        ssize_t i = journal_find(m, pid);
-        if (i < 0)
-                return;
-        m->journal[i] = m->journal[--m->n_journal];
+static void journal_remove(Manager *m, int pid, uint64_t start_time_ticks) {
+        ssize_t i = journal_find(m, pid, start_time_ticks);
+        if (i >= 0)
+                journal_remove_at(m, (size_t) i);
+}
+
+static void journal_add(Manager *m, const Exclusion *e) {
+        ssize_t i = journal_find(m, e->pid, 0);
+        if (i >= 0)
+                journal_remove_at(m, (size_t) i);
+        if (m->n_journal >= MANAGER_JOURNAL_MAX) {
+                /* kept in the order they came: the first is the oldest */
+                log_warning("Exclusion journal full (%d): forgetting pid %d's, the oldest.", MANAGER_JOURNAL_MAX,
+                            m->journal[0].x.pid);
+                journal_remove_at(m, 0);
+        }
+        m->journal[m->n_journal++] = (ManagerJournalEntry) { .x = *e };
+        m->journal[m->n_journal - 1].x.due = false;
         m->journal_dirty = true;
 }
 
@@ -84,8 +94,8 @@ static void journal_write(Manager *m) {
                 return;
         }
         for (size_t i = 0; i < m->n_journal; i++)
-                fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", m->journal[i].pid, m->journal[i].start_time_ticks,
-                        m->journal[i].since_usec);
+                fprintf(f, "%d %" PRIu64 " %" PRIu64 "\n", m->journal[i].x.pid, m->journal[i].x.start_time_ticks,
+                        m->journal[i].x.since_usec);
         if (fclose(f) != 0) {
                 log_oom();
                 return;
@@ -98,22 +108,31 @@ static void journal_write(Manager *m) {
                 m->journal_dirty = false;
 }
 
+/* Discovery owns the process's merge state again: its policy decides. */
+static void discovery_owns_again(Manager *m, int pid, uint64_t start_time_ticks) {
+        ProcessAction a = { .pid = pid, .start_time_ticks = start_time_ticks, .action = MERGE_ACTION_ENABLE };
+        if (m->discovery)
+                discovery_note_exclusion(m->discovery, &a);
+}
+
 /* Into the controller (and discovery's excluded flag): at start, and for
- * an exclusion the controller dropped while nothing was carried out
- * (its readmission decided in Mode=observe or while paused). */
-static void journal_adopt(Manager *m, const Exclusion *e, const Process *p, uint64_t now, const char *origin) {
+ * an exclusion the controller dropped while nothing was carried out (its
+ * readmission decided in Mode=observe or under DryRun=). true when the
+ * controller keeps it. */
+static bool journal_adopt(Manager *m, const Exclusion *e, const Process *p, uint64_t now, const char *origin) {
         /* A policy that says Mode=always now (edited meanwhile) allows no
          * exclusion: due at once. */
         bool always = p->have_verdict && p->verdict.always;
         int r = tuner_adopt_exclusion(m->tuner, e->pid, e->start_time_ticks, e->since_usec, always, p->comm, now);
         if (r == -ENOSPC) {
-                log_warning("pid %d (%s): %d exclusions kept already, no room for the one %s: its policy may switch it "
-                            "back on.", e->pid, CESCAPE(p->comm, CESCAPE_ASCII), CONTROLLER_MAX_EXCLUSIONS, origin);
-                journal_remove(m, e->pid);
-                return;
+                log_warning("pid %d (%s): %d exclusions kept already, no room for the one %s: it is left to its "
+                            "policy.", e->pid, CESCAPE(p->comm, CESCAPE_ASCII), CONTROLLER_MAX_EXCLUSIONS, origin);
+                journal_remove(m, e->pid, e->start_time_ticks);
+                discovery_owns_again(m, e->pid, e->start_time_ticks);
+                return false;
         }
         if (r <= 0)
-                return;
+                return r == 0;
         ProcessAction a = { .pid = e->pid, .start_time_ticks = e->start_time_ticks, .action = MERGE_ACTION_DISABLE };
         discovery_note_exclusion(m->discovery, &a);
         char ago[32], left[32];
@@ -125,6 +144,9 @@ static void journal_adopt(Manager *m, const Exclusion *e, const Process *p, uint
                 log_notice("Keeping the exclusion of pid %d (%s) %s %s ago; readmitted %s%s.", e->pid,
                            CESCAPE(p->comm, CESCAPE_ASCII), origin, format_timespan(ago, sizeof ago, age),
                            age >= after ? "now" : "in ", age >= after ? "" : format_timespan(left, sizeof left, after - age));
+        if (always || age >= after)
+                manager_request_tick(m);
+        return true;
 }
 
 void manager_exclusions_adopt(Manager *m) {
@@ -171,22 +193,29 @@ void manager_exclusions_adopt(Manager *m) {
                 Exclusion e = { .pid = pid, .start_time_ticks = start, .since_usec = MIN((uint64_t) since, now) };
                 strscpy(e.comm, sizeof e.comm, p->comm);
                 journal_add(m, &e);
-                journal_adopt(m, &e, p, now, "an earlier instance made");
+                (void) journal_adopt(m, &e, p, now, "an earlier instance made");
         }
 }
 
 /* An outcome changes the journal: a DISABLE carried out for an exclusion
  * the controller keeps enters it, an ENABLE carried out (the readmission,
- * or discovery's after a policy change) or a process gone leaves it. */
+ * or discovery's after a policy change) or a process gone leaves it. The
+ * ledger's unmerge at a stop (UnmergeOnExit=) is no exclusion. */
 static void journal_note_outcome(Manager *m, const MergeOutcome *o) {
         const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
         if (o->kind == MERGE_OUTCOME_GONE ||
             (o->action == MERGE_ACTION_ENABLE && (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_ALREADY))) {
-                journal_remove(m, o->pid);
+                journal_remove(m, o->pid, o->start_time_ticks);
                 return;
         }
-        if (m->merge_stopping || o->action != MERGE_ACTION_DISABLE ||
-            (o->kind != MERGE_OUTCOME_DONE && o->kind != MERGE_OUTCOME_ALREADY))
+        /* A switch-on not carried out (failed, refused by the actuator)
+         * stays with discovery, which tries again on its own back-off; the
+         * entry stays for the stop and a next instance. */
+        if (o->action == MERGE_ACTION_ENABLE)
+                return;
+        if (o->kind != MERGE_OUTCOME_DONE && o->kind != MERGE_OUTCOME_ALREADY)
+                return;
+        if (streq(o->reason, MERGE_REASON_UNMERGE_ON_EXIT))
                 return;
         for (size_t i = 0; c && i < c->n_exclusions; i++)
                 if (c->exclusions[i].pid == o->pid && c->exclusions[i].start_time_ticks == o->start_time_ticks)
@@ -195,18 +224,28 @@ static void journal_note_outcome(Manager *m, const MergeOutcome *o) {
 
 void manager_exclusions_sync(Manager *m) {
         const Controller *c = m->tuner ? tuner_controller(m->tuner) : NULL;
-        /* Acting again after observing or a pause: what the controller
-         * readmitted meanwhile on paper is still out. */
-        if (c && manager_may_act_on_processes(m) && !manager_dry_run(m)) {
-                uint64_t now = now_usec(CLOCK_MONOTONIC);
-                for (size_t i = 0; i < m->n_journal; i++) {
-                        bool known = false;
-                        for (size_t k = 0; k < c->n_exclusions && !known; k++)
-                                known = c->exclusions[k].pid == m->journal[i].pid;
-                        const Process *p = known ? NULL : process_table_get(manager_processes(m), m->journal[i].pid);
-                        if (p && p->start_time_ticks == m->journal[i].start_time_ticks)
-                                journal_adopt(m, &m->journal[i], p, now, "made before observing or a pause");
+        const ProcessTable *t = manager_processes(m);
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        bool acting = c && manager_may_act_on_processes(m) && !manager_dry_run(m);
+        for (size_t i = 0; i < m->n_journal;) {
+                const Exclusion *e = &m->journal[i].x;
+                const Process *p = t ? process_table_get(t, e->pid) : NULL;
+                if (!p || p->start_time_ticks != e->start_time_ticks) {
+                        /* gone without an action that would say so */
+                        journal_remove_at(m, i);
+                        continue;
                 }
+                /* Acting again after observing: what the controller
+                 * readmitted meanwhile on paper is still out. */
+                bool known = false;
+                for (size_t k = 0; c && k < c->n_exclusions && !known; k++)
+                        known = c->exclusions[k].pid == e->pid;
+                if (acting && !known && !m->journal[i].handed) {
+                        Exclusion copy = *e;
+                        if (!journal_adopt(m, &copy, p, now, "made before observing"))
+                                continue; /* left the journal */
+                }
+                i++;
         }
         journal_write(m);
 }
@@ -368,18 +407,30 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
                                 discovery_note_exclusion(m->discovery, &b->actions[i]);
                                 break;
                         }
-        /* A readmission decided while acting ends the exclusion, whatever
-         * becomes of it: carried out, or refused by the policy (Mode=never
-         * now, or not yet), discovery owns the process again and switches it
-         * on by its policy, with what the restore book says it had. So does
-         * any switch-on handed to the actuator. */
+        /* A readmission decided while acting: discovery owns the process
+         * again, whether it is carried out or refused by the policy (Mode=
+         * never now, not yet, not classified), and switches it on by its
+         * policy, with what the restore book says it had. Refused, it leaves
+         * the journal; handed to the actuator, it stays until its outcome
+         * says it is on (a stop that drops it readmits it itself), as does
+         * one discovery switches on. */
         if (!manager_dry_run(m)) {
-                for (size_t k = 0; k < b->n_actions; k++)
-                        if (b->actions[k].action == MERGE_ACTION_ENABLE)
-                                journal_remove(m, b->actions[k].pid);
-                for (size_t k = 0; k < all.n_actions; k++)
-                        if (all.actions[k].action == MERGE_ACTION_ENABLE)
-                                journal_remove(m, all.actions[k].pid);
+                for (size_t k = 0; k < all.n_actions; k++) {
+                        ssize_t i = all.actions[k].action == MERGE_ACTION_ENABLE
+                                            ? journal_find(m, all.actions[k].pid, all.actions[k].start_time_ticks)
+                                            : -1;
+                        if (i >= 0)
+                                m->journal[i].handed = true;
+                }
+                for (size_t k = 0; k < b->n_actions; k++) {
+                        const ProcessAction *x = &b->actions[k];
+                        if (x->action != MERGE_ACTION_ENABLE)
+                                continue;
+                        discovery_owns_again(m, x->pid, x->start_time_ticks);
+                        ssize_t i = journal_find(m, x->pid, x->start_time_ticks);
+                        if (i >= 0 && !m->journal[i].handed)
+                                journal_remove_at(m, (size_t) i);
+                }
         }
         merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
         r = merge_worker_submit(m->merge, all.actions, all.n_actions);
@@ -414,7 +465,7 @@ static uint64_t merge_stop_budget_usec(const Manager *m) {
  * deadline, a refusal) stays there too. */
 static void plan_readmissions(Manager *m, uint64_t now, Plan *ret) {
         for (size_t i = 0; i < m->n_journal; i++) {
-                const Exclusion *x = &m->journal[i];
+                const Exclusion *x = &m->journal[i].x;
                 char span[32];
                 ProcessAction a = {
                         .pid = x->pid,
@@ -442,19 +493,20 @@ void manager_merge_stop(Manager *m) {
         uint64_t budget = merge_stop_budget_usec(m);
         uint64_t deadline = now + budget;
         bool dry = manager_dry_run(m);
+        /* What the worker did since the last tick is news like any other
+         * outcome, also when the stop comes before that tick: an exclusion
+         * carried out since enters the journal before the readmissions are
+         * planned from it. */
+        (void) merge_worker_take(m->merge, &r);
+        take_outcomes(m, &r);
         if (manager_may_act_on_processes(m) && !dry)
                 plan_readmissions(m, now, &readmit);
         bool unmerge = m->config.unmerge_on_exit && !dry;
-        /* From here an outcome only takes exclusions out of the journal: the
-         * ledger's unmerge of a readmitted process is no exclusion. */
-        m->merge_stopping = true;
-        /* What the worker did since the last tick is news like any other
-         * outcome, also when the stop comes before that tick: taken (a
-         * running injection gives up by the deadline) and recorded. */
         if (unmerge || readmit.n_actions > 0) {
                 if (unmerge)
                         log_info("UnmergeOnExit=yes: disabling merging for the processes this daemon enabled.");
                 merge_worker_set_options(m->merge, dry, m->config.inject_seccomp);
+                /* the running action gives up by the deadline */
                 int k = merge_worker_finish(m->merge, readmit.actions, readmit.n_actions, unmerge, deadline, &r);
                 if (k == -ETIMEDOUT)
                         log_warning("%s not finished within %" PRIu64 " ms; some processes may still %s.",
@@ -462,9 +514,8 @@ void manager_merge_stop(Manager *m) {
                                     unmerge ? "merge" : "be excluded");
                 else if (k < 0)
                         log_oom();
-        } else
-                (void) merge_worker_take(m->merge, &r);
-        take_outcomes(m, &r);
+                take_outcomes(m, &r);
+        }
         if (m->n_journal > 0)
                 log_notice("%zu excluded process(es) left out of KSM as the daemon stops%s: an instance started later "
                            "readmits them when ReadmitAfter= is over.", m->n_journal,

@@ -24,6 +24,11 @@
  * while observing or paused (readmissions decided, not carried out). */
 #define MANAGER_JOURNAL_MAX (2 * CONTROLLER_MAX_EXCLUSIONS)
 
+typedef struct ManagerJournalEntry {
+        Exclusion x;
+        bool handed;                    /* its readmission is with the actuator: no adopting it again */
+} ManagerJournalEntry;
+
 typedef struct ManagerBus ManagerBus;
 
 /* The manager owns every stage (DESIGN.md §3) and is the only module that
@@ -78,11 +83,10 @@ typedef struct Manager {
         MergeWorker *merge;             /* the merge actuator's thread (manager-merge.c) */
         /* The controller's exclusions that were carried out and not handed
          * back yet: RuntimeDirectory=/exclusions (manager-merge.c). */
-        Exclusion journal[MANAGER_JOURNAL_MAX];
+        ManagerJournalEntry journal[MANAGER_JOURNAL_MAX];
         size_t n_journal;
         bool journal_dirty;
         char *journal_path;             /* resolved at start: a reload's RuntimeDirectory= does not move it */
-        bool merge_stopping;            /* manager_merge_stop() began */
         struct InjectorClient *injector; /* the ptrace-holding process (injector.h); NULL: none */
 } Manager;
 
