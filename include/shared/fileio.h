@@ -21,6 +21,13 @@ int write_string_at(int dirfd, const char *path, const char *value);
 int append_string_at(int dirfd, const char *path, const char *value);
 /* Atomic replace: write to a temporary file in the same directory, rename. */
 int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode);
+/* The lines of a state file an earlier instance wrote, one record each:
+ * parse gets each non-empty line (writable) and returns 1 taken, 0 or a
+ * negative errno with *why set for a line it cannot read (logged with name
+ * and the line's number, and skipped), -ENOMEM to stop. The number of lines
+ * taken, or -ENOMEM. */
+typedef int (*StateLineParse)(char *line, const char **why, void *userdata);
+int state_file_parse_lines(const char *text, const char *name, StateLineParse parse, void *userdata);
 /* A state file: text written as write_file_atomic() does, or the file
  * removed when there is nothing to keep (NULL or ""; none there is fine). */
 int write_state_file(const char *path, const char *text, unsigned mode);

@@ -841,31 +841,13 @@ static int restore_parse_line(MergeRestoreBook *b, char *line, const char **why)
         return restore_add(b, (int) pid, start, any, ours == 1, &ranges);
 }
 
-int merge_restore_book_parse(MergeRestoreBook *b, const char *text, const char *name) {
-        _cleanup_free_ char *copy = strdup(text);
-        unsigned line_no = 0;
-        int n = 0;
+static int restore_parse_one(char *line, const char **why, void *userdata) {
+        int r = restore_parse_line(userdata, line, why);
+        return r < 0 ? r : 1;
+}
 
-        if (!copy)
-                return -ENOMEM;
-        for (char *line = copy, *next; line && *line; line = next) {
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = 0;
-                line_no++;
-                if (isempty(line))
-                        continue;
-                const char *why = NULL;
-                int r = restore_parse_line(b, line, &why);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        log_warning("%s:%u: %s, line ignored.", name, line_no, why);
-                        continue;
-                }
-                n++;
-        }
-        return n;
+int merge_restore_book_parse(MergeRestoreBook *b, const char *text, const char *name) {
+        return state_file_parse_lines(text, name, restore_parse_one, b);
 }
 
 static void restore_persist(const MergeRestoreBook *b) {
@@ -878,34 +860,43 @@ static void restore_persist(const MergeRestoreBook *b) {
                                      "after a restart): %m", b->path);
 }
 
+/* A state file an earlier instance wrote (the restore book, the ledger):
+ * *path_field becomes path, for writing it from now on; *ret_text its text,
+ * NULL when there is none yet. */
+static int state_file_read(char **path_field, const char *path, char **ret_text) {
+        *ret_text = NULL;
+        free(*path_field);
+        *path_field = strdup(path);
+        if (!*path_field)
+                return -ENOMEM;
+        int r = read_full_file_at(AT_FDCWD, path, 16 * 1024 * 1024, ret_text, NULL);
+        return r == -ENOENT ? 0 : r;
+}
+
+/* Whether pid is still the process that started then: what was written
+ * for one that is gone, or whose pid a new one has now, means nothing.
+ * Without a root, every one is. */
+static bool process_is(const Root *root, int pid, uint64_t start_time_ticks) {
+        _cleanup_close_ int dfd = -EBADF;
+        ProcStat st;
+        return !root || (root_open_pid_dir(root, pid, &dfd) >= 0 && procfs_read_stat(dfd, &st) >= 0 &&
+                         st.start_time_ticks == start_time_ticks);
+}
+
 int merge_restore_book_load(MergeRestoreBook *b, const char *path, const Root *root) {
         _cleanup_free_ char *text = NULL;
-        int r;
-
-        free(b->path);
-        b->path = strdup(path);
-        if (!b->path)
-                return -ENOMEM;
-        r = read_full_file_at(AT_FDCWD, path, 16 * 1024 * 1024, &text, NULL);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
+        int r = state_file_read(&b->path, path, &text);
+        if (r < 0 || !text)
                 return r;
         r = merge_restore_book_parse(b, text, path);
         if (r < 0)
                 return r;
-        /* what was written for processes that are gone, or whose pid a
-         * new one has now, restores nothing */
         size_t before = b->n;
-        for (size_t i = 0; root && i < b->n;) {
-                _cleanup_close_ int dfd = -EBADF;
-                ProcStat st;
-                if (root_open_pid_dir(root, b->entries[i].pid, &dfd) < 0 || procfs_read_stat(dfd, &st) < 0 ||
-                    st.start_time_ticks != b->entries[i].start_time_ticks)
+        for (size_t i = 0; i < b->n;)
+                if (!process_is(root, b->entries[i].pid, b->entries[i].start_time_ticks))
                         restore_drop(b, i);
                 else
                         i++;
-        }
         if (b->n != before)
                 restore_persist(b);
         return (int) b->n;
@@ -1231,35 +1222,24 @@ static int ledger_add(MergeLedger *l, const MergeLedgerEntry *e) {
         return 0;
 }
 
-int merge_ledger_parse(MergeLedger *l, const char *text, const char *name) {
-        _cleanup_free_ char *copy = strdup(text);
-        unsigned line_no = 0;
-        int n = 0;
+static int ledger_parse_one(char *line, const char **why, void *userdata) {
+        char method[32];
+        int pid = 0, priv = -1, used = 0;
+        unsigned long long start = 0;
+        MergeMethod m = _MERGE_METHOD_INVALID;
 
-        if (!copy)
+        *why = "not \"PID START_TIME_TICKS METHOD 0|1\"";
+        if (sscanf(line, "%d %llu %31s %d%n", &pid, &start, method, &priv, &used) == 4 && line[used] == 0)
+                m = merge_method_from_string(method);
+        if (pid <= 0 || m < 0 || m == MERGE_METHOD_NONE || m == MERGE_METHOD_ANY || (priv != 0 && priv != 1))
+                return -EINVAL;
+        if (ledger_add(userdata, &(MergeLedgerEntry) { pid, start, m, priv == 1 }) < 0)
                 return -ENOMEM;
-        for (char *line = copy, *next; line && *line; line = next) {
-                char method[32];
-                int pid, priv, used = 0;
-                unsigned long long start;
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = 0;
-                line_no++;
-                if (isempty(line))
-                        continue;
-                MergeMethod m = _MERGE_METHOD_INVALID;
-                if (sscanf(line, "%d %llu %31s %d%n", &pid, &start, method, &priv, &used) == 4 && line[used] == 0)
-                        m = merge_method_from_string(method);
-                if (pid <= 0 || m < 0 || m == MERGE_METHOD_NONE || m == MERGE_METHOD_ANY || (priv != 0 && priv != 1)) {
-                        log_warning("%s:%u: not \"PID START_TIME_TICKS METHOD 0|1\", line ignored.", name, line_no);
-                        continue;
-                }
-                if (ledger_add(l, &(MergeLedgerEntry) { pid, start, m, priv == 1 }) < 0)
-                        return -ENOMEM;
-                n++;
-        }
-        return n;
+        return 1;
+}
+
+int merge_ledger_parse(MergeLedger *l, const char *text, const char *name) {
+        return state_file_parse_lines(text, name, ledger_parse_one, l);
 }
 
 static void ledger_persist(const MergeLedger *l) {
@@ -1274,30 +1254,18 @@ static void ledger_persist(const MergeLedger *l) {
 
 int merge_ledger_load(MergeLedger *l, const char *path, const Root *root) {
         _cleanup_free_ char *text = NULL;
-        int r;
-
-        free(l->path);
-        l->path = strdup(path);
-        if (!l->path)
-                return -ENOMEM;
-        r = read_full_file_at(AT_FDCWD, path, 16 * 1024 * 1024, &text, NULL);
-        if (r == -ENOENT)
-                return 0;
-        if (r < 0)
+        int r = state_file_read(&l->path, path, &text);
+        if (r < 0 || !text)
                 return r;
         r = merge_ledger_parse(l, text, path);
         if (r < 0)
                 return r;
         size_t before = l->n;
-        for (size_t i = 0; root && i < l->n;) {
-                _cleanup_close_ int dfd = -EBADF;
-                ProcStat st;
-                if (root_open_pid_dir(root, l->entries[i].pid, &dfd) < 0 || procfs_read_stat(dfd, &st) < 0 ||
-                    st.start_time_ticks != l->entries[i].start_time_ticks)
+        for (size_t i = 0; i < l->n;)
+                if (!process_is(root, l->entries[i].pid, l->entries[i].start_time_ticks))
                         l->entries[i] = l->entries[--l->n];
                 else
                         i++;
-        }
         if (l->n != before)
                 ledger_persist(l);
         return (int) l->n;

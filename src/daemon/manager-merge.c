@@ -149,10 +149,29 @@ static bool journal_adopt(Manager *m, const Exclusion *e, const Process *p, uint
         return true;
 }
 
+static int adopt_line(char *line, const char **why, void *userdata) {
+        Manager *m = userdata;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        int pid = 0, used = 0;
+        unsigned long long start = 0, since = 0;
+
+        *why = "not \"PID START_TIME_TICKS SINCE_USEC\"";
+        if (sscanf(line, "%d %llu %llu%n", &pid, &start, &since, &used) != 3 || line[used] != 0 || pid <= 0)
+                return -EINVAL;
+        const Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), pid) : NULL;
+        if (!p || p->start_time_ticks != start) {
+                log_debug("%s: pid %d is gone (or another process now), nothing to keep.", m->journal_path, pid);
+                return 1;
+        }
+        Exclusion e = { .pid = pid, .start_time_ticks = start, .since_usec = MIN((uint64_t) since, now) };
+        strscpy(e.comm, sizeof e.comm, p->comm);
+        journal_add(m, &e);
+        (void) journal_adopt(m, &e, p, now, "an earlier instance made");
+        return 1;
+}
+
 void manager_exclusions_adopt(Manager *m) {
         _cleanup_free_ char *text = NULL;
-        uint64_t now = now_usec(CLOCK_MONOTONIC);
-        unsigned line_no = 0;
         int r;
 
         m->journal_path = runtime_file(m, "exclusions");
@@ -170,31 +189,8 @@ void manager_exclusions_adopt(Manager *m) {
         }
         /* written again at the first sync: what is kept, no more */
         m->journal_dirty = true;
-        for (char *line = text, *next; line && *line; line = next) {
-                int pid, used = 0;
-                unsigned long long start, since;
-                next = strchr(line, '\n');
-                if (next)
-                        *next++ = 0;
-                line_no++;
-                if (isempty(line))
-                        continue;
-                if (sscanf(line, "%d %llu %llu%n", &pid, &start, &since, &used) != 3 || line[used] != 0 || pid <= 0) {
-                        log_warning("%s:%u: not \"PID START_TIME_TICKS SINCE_USEC\", line ignored.", m->journal_path,
-                                    line_no);
-                        continue;
-                }
-                const Process *p = m->discovery ? process_table_get(discovery_processes(m->discovery), pid) : NULL;
-                if (!p || p->start_time_ticks != start) {
-                        log_debug("%s:%u: pid %d is gone (or another process now), nothing to keep.", m->journal_path,
-                                  line_no, pid);
-                        continue;
-                }
-                Exclusion e = { .pid = pid, .start_time_ticks = start, .since_usec = MIN((uint64_t) since, now) };
-                strscpy(e.comm, sizeof e.comm, p->comm);
-                journal_add(m, &e);
-                (void) journal_adopt(m, &e, p, now, "an earlier instance made");
-        }
+        if (state_file_parse_lines(text, m->journal_path, adopt_line, m) < 0)
+                log_oom();
 }
 
 /* An outcome changes the journal: a DISABLE carried out for an exclusion

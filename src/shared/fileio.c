@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "log.h"
 #include "util.h"
 
 int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size) {
@@ -131,6 +132,32 @@ static int write_file_replace_full(const char *path, const char *data, size_t si
 
 int write_file_atomic(const char *path, const char *data, size_t size, unsigned mode) {
         return write_file_replace_full(path, data, size, mode, true);
+}
+
+int state_file_parse_lines(const char *text, const char *name, StateLineParse parse, void *userdata) {
+        _cleanup_free_ char *copy = strdup(text);
+        unsigned line_no = 0;
+        int n = 0;
+
+        if (!copy)
+                return -ENOMEM;
+        for (char *line = copy, *next; line && *line; line = next) {
+                next = strchr(line, '\n');
+                if (next)
+                        *next++ = 0;
+                line_no++;
+                if (isempty(line))
+                        continue;
+                const char *why = "cannot be read";
+                int r = parse(line, &why, userdata);
+                if (r == -ENOMEM)
+                        return r;
+                if (r <= 0)
+                        log_warning("%s:%u: %s, line ignored.", name, line_no, why);
+                else
+                        n++;
+        }
+        return n;
 }
 
 int write_state_file(const char *path, const char *text, unsigned mode) {

@@ -2,7 +2,8 @@
 /* The restore book a killed daemon leaves in its runtime directory (what
  * excluded processes had): whatever a restart accepts from it must survive
  * a format/parse round trip unchanged, or a second restart would give a
- * process back other ranges than it had. */
+ * process back other ranges than it had. The ledger of what the daemon
+ * switched on is read the same way. */
 #include <errno.h>
 #include <string.h>
 
@@ -38,6 +39,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
         merge_restore_book_done(&a);
         merge_restore_book_done(&b);
+
+        /* the ledger beside it (RuntimeDirectory=/enabled), the same way */
+        MergeLedger la = {}, lb = {};
+        n = merge_ledger_parse(&la, text, "fuzz");
+        FUZZ_CHECK(n >= 0 || n == -ENOMEM);
+        if (n >= 0) {
+                FUZZ_CHECK(la.n <= (size_t) n);
+                char *out = merge_ledger_format(&la);
+                FUZZ_CHECK(out);
+                FUZZ_CHECK(merge_ledger_parse(&lb, out, "fuzz") == (int) la.n);
+                char *again = merge_ledger_format(&lb);
+                FUZZ_CHECK(again && strcmp(again, out) == 0);
+                free(again);
+                free(out);
+        }
+        merge_ledger_done(&la);
+        merge_ledger_done(&lb);
         free(text);
         return 0;
 }
