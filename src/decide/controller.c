@@ -24,10 +24,18 @@
 /* Arrivals: a ksm_enter less than ARRIVAL_GAP after the one before belongs
  * to a stream of them, and the burst holds at the maintenance rate until
  * the stream pauses for ARRIVAL_HOLD, at most ARRIVAL_MAX_HOLD after the
- * stream began. Measured in S4 (six 256 MiB processes entering ~0.3 s
- * apart): ksmd spent ~1.5 s of CPU rescanning the first ones while the
- * others were still being created, as much as the merge itself. A single
- * arrival bursts at once. */
+ * stream began. Measured in S4 when its processes entered ~0.3 s apart:
+ * ksmd spent ~1.5 s of CPU rescanning the first ones while the others were
+ * still being created, as much as the merge itself. A single arrival
+ * bursts at once. On 6.18 today each S4 process takes 0.8-0.9 s to fill
+ * its 256 MiB (ksmd off or not), so they enter 0.72-0.81 s apart and are no
+ * stream: holding them (1.5x the gap) or pacing ksmd at a third or a half of
+ * the burst's share through them was tried (2026-12-03) and traded merge
+ * time for ksmd CPU without meeting both S4 targets: 3.7-4.4 s of ksmd but
+ * 2.7-3.0 s to merge (bound ~2.1 s), or 4.8 s and 2.2-2.3 s, against
+ * 5.0 s and 1.3 s bursting through. Each pass over the fleet re-searches
+ * every unmerged page in the unstable tree (4-10 us a page), and the last
+ * arrival needs one. */
 #define ARRIVAL_GAP_USEC (500 * USEC_PER_MSEC)
 #define ARRIVAL_HOLD_USEC (400 * USEC_PER_MSEC)
 #define ARRIVAL_MAX_HOLD_USEC (5 * USEC_PER_SEC)
