@@ -328,7 +328,10 @@ static int on_tick(sd_event_source *es, uint64_t usec, void *userdata) {
                 (void) sd_notify(false, "READY=1");
                 m->ready_sent = true;
         }
-        uint64_t next = m->next_tick_usec ? m->next_tick_usec : m->config.interval_usec;
+        /* The tuner's interval (a burst's, a hold's end, a readmission due)
+         * is set only by a tick that tunes: paused, a last one of 1 ms would
+         * tick every millisecond until the resume. */
+        uint64_t next = m->next_tick_usec && manager_may_tune(m) ? m->next_tick_usec : m->config.interval_usec;
         r = sd_event_source_set_time(es, now_usec(CLOCK_MONOTONIC) + next);
         if (r < 0)
                 return sd_event_exit(m->event, r);
