@@ -179,6 +179,9 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
  * default_usec otherwise. */
 uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec);
 
+/* The exclusion of pid the controller keeps, NULL when none. */
+const Exclusion *controller_exclusion(const Controller *c, int pid);
+
 /* An exclusion an earlier instance made (the exclusion journal): kept as
  * if made here at since_usec (CLOCK_MONOTONIC, clamped to now_usec), and
  * readmitted when ReadmitAfter= from then is over, or at the next tick

@@ -31,6 +31,9 @@ int state_file_parse_lines(const char *text, const char *name, StateLineParse pa
 /* A state file: text written as write_file_atomic() does, or the file
  * removed when there is nothing to keep (NULL or ""; none there is fine). */
 int write_state_file(const char *path, const char *text, unsigned mode);
+/* The same, root's alone (0600), with a warning naming path and what it
+ * is for when it fails; text NULL is ENOMEM (it could not be made). */
+int write_state_file_logged(const char *path, const char *text, const char *what);
 /* The same without the fsync(2): atomic for readers (they see the old file
  * or the new one), not durable across a crash. For a file rewritten every
  * tick (the metrics), where a flush a second on a disk costs a journal

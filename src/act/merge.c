@@ -854,10 +854,8 @@ static void restore_persist(const MergeRestoreBook *b) {
         if (!b->path)
                 return;
         _cleanup_free_ char *text = merge_restore_book_format(b);
-        int r = text ? write_state_file(b->path, text, 0600) : -ENOMEM;
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s (what excluded processes had, for their readmission "
-                                     "after a restart): %m", b->path);
+        (void) write_state_file_logged(b->path, text,
+                                       "what excluded processes had, for their readmission after a restart");
 }
 
 /* A state file an earlier instance wrote (the restore book, the ledger):
@@ -1246,10 +1244,8 @@ static void ledger_persist(const MergeLedger *l) {
         if (!l->path)
                 return;
         _cleanup_free_ char *text = merge_ledger_format(l);
-        int r = text ? write_state_file(l->path, text, 0600) : -ENOMEM;
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s (what this daemon switched on, for UnmergeOnExit= after a "
-                                     "restart): %m", l->path);
+        (void) write_state_file_logged(l->path, text,
+                                       "what this daemon switched on, for UnmergeOnExit= after a restart");
 }
 
 int merge_ledger_load(MergeLedger *l, const char *path, const Root *root) {
@@ -1287,9 +1283,8 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
                 changed |= ledger_forget(l, o->pid);
                 if (!(o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE) || o->restored_own)
                         continue;
-                if (greedy_realloc((void **) &l->entries, &l->alloc, l->n + 1, sizeof *l->entries, 16) < 0)
+                if (ledger_add(l, &(MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used, o->inject_privileged }) < 0)
                         return -ENOMEM;
-                l->entries[l->n++] = (MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used, o->inject_privileged };
                 changed = true;
         }
         if (changed)
@@ -1464,10 +1459,29 @@ static MergeWorker *worker_free(MergeWorker *w) {
         return NULL;
 }
 
+/* What an earlier instance left for this worker (merge_*_load()): before
+ * the thread, whose alone it is from then on. Only ENOMEM fails the start. */
+static int worker_load(const char *path, int r, const char *what) {
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                log_warning_errno(r, "Cannot read %s, ignoring: %m", path);
+        else if (r > 0)
+                log_info("%s: %d process(es) %s.", path, r, what);
+        return 0;
+}
+
 int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         MergeWorker *w = calloc(1, sizeof *w);
+        int r = 0;
         if (!w)
                 return -ENOMEM;
+        pthread_mutex_init(&w->lock, NULL);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+        pthread_cond_init(&w->cond, &ca);
+        pthread_condattr_destroy(&ca);
         w->ctx = *c;
         w->probe = *c->probe;
         w->root = (Root) {
@@ -1478,8 +1492,8 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
                 .tracefs_fd = -EBADF,
         };
         if (w->root.proc_fd < 0) {
-                int r = negative_errno();
-                free(w);
+                r = negative_errno();
+                worker_free(w);
                 return r;
         }
         w->ctx.probe = &w->probe;
@@ -1487,61 +1501,25 @@ int merge_worker_start(const MergeContext *c, MergeWorker **ret) {
         w->ctx.give_up_usec = &w->give_up_usec;
         w->ctx.restore = &w->restore;
         w->ctx.ledger = &w->ledger;
-        if (c->restore_path) {
-                /* before the thread: the book is its alone from then on */
-                int r = merge_restore_book_load(&w->restore, c->restore_path, &w->root);
-                if (r == -ENOMEM) {
-                        merge_restore_book_done(&w->restore);
-                        safe_close(w->root.proc_fd);
-                        free(w);
-                        return r;
-                }
-                if (r < 0)
-                        log_warning_errno(r, "Cannot read %s, ignoring: %m", c->restore_path);
-                else if (r > 0)
-                        log_info("%s: what %d process(es) had before an earlier instance switched merging off, "
-                                 "for their readmission.", c->restore_path, r);
-        }
-        w->ctx.restore_path = NULL;
-        if (c->ledger_path) {
-                int r = merge_ledger_load(&w->ledger, c->ledger_path, &w->root);
-                if (r == -ENOMEM) {
-                        merge_ledger_done(&w->ledger);
-                        merge_restore_book_done(&w->restore);
-                        safe_close(w->root.proc_fd);
-                        free(w);
-                        return r;
-                }
-                if (r < 0)
-                        log_warning_errno(r, "Cannot read %s, ignoring: %m", c->ledger_path);
-                else if (r > 0)
-                        log_info("%s: %d process(es) an earlier instance switched on, for UnmergeOnExit=.",
-                                 c->ledger_path, r);
-        }
-        w->ctx.ledger_path = NULL;
-        if (!w->ctx.reader) {
+        w->ctx.restore_path = w->ctx.ledger_path = NULL;
+        if (c->restore_path)
+                r = worker_load(c->restore_path, merge_restore_book_load(&w->restore, c->restore_path, &w->root),
+                                "with what they had before an earlier instance switched merging off, for their "
+                                "readmission");
+        if (r >= 0 && c->ledger_path)
+                r = worker_load(c->ledger_path, merge_ledger_load(&w->ledger, c->ledger_path, &w->root),
+                                "an earlier instance switched on, for UnmergeOnExit=");
+        if (r >= 0 && !w->ctx.reader) {
                 /* One worker; a stuck one is replaced (up to 4). */
-                int r = mm_reader_new(&w->root, NULL, 1, c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC, NULL,
-                                      NULL, &w->reader);
-                if (r < 0) {
-                        merge_ledger_done(&w->ledger);
-                        merge_restore_book_done(&w->restore);
-                        safe_close(w->root.proc_fd);
-                        free(w);
-                        return r;
-                }
+                r = mm_reader_new(&w->root, NULL, 1, c->read_deadline_usec ?: MERGE_READ_DEADLINE_USEC, NULL, NULL,
+                                  &w->reader);
                 w->ctx.reader = w->reader;
         }
-        pthread_mutex_init(&w->lock, NULL);
-        pthread_condattr_t ca;
-        pthread_condattr_init(&ca);
-        pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-        pthread_cond_init(&w->cond, &ca);
-        pthread_condattr_destroy(&ca);
-        int r = pthread_create(&w->thread, NULL, worker_main, w);
-        if (r != 0) {
+        if (r >= 0)
+                r = -pthread_create(&w->thread, NULL, worker_main, w);
+        if (r < 0) {
                 worker_free(w);
-                return -r;
+                return r;
         }
         (void) pthread_setname_np(w->thread, "ksm-merge");
         *ret = w;

@@ -100,11 +100,7 @@ static void journal_write(Manager *m) {
                 log_oom();
                 return;
         }
-        int r = write_state_file(m->journal_path, text, 0600);
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s (the exclusions, for an instance started after this one): %m",
-                                  m->journal_path);
-        else
+        if (write_state_file_logged(m->journal_path, text, "the exclusions, for an instance started after this one") >= 0)
                 m->journal_dirty = false;
 }
 
@@ -213,9 +209,9 @@ static void journal_note_outcome(Manager *m, const MergeOutcome *o) {
                 return;
         if (streq(o->reason, MERGE_REASON_UNMERGE_ON_EXIT))
                 return;
-        for (size_t i = 0; c && i < c->n_exclusions; i++)
-                if (c->exclusions[i].pid == o->pid && c->exclusions[i].start_time_ticks == o->start_time_ticks)
-                        journal_add(m, &c->exclusions[i]);
+        const Exclusion *x = c ? controller_exclusion(c, o->pid) : NULL;
+        if (x && x->start_time_ticks == o->start_time_ticks)
+                journal_add(m, x);
 }
 
 void manager_exclusions_sync(Manager *m) {
@@ -233,10 +229,7 @@ void manager_exclusions_sync(Manager *m) {
                 }
                 /* Acting again after observing: what the controller
                  * readmitted meanwhile on paper is still out. */
-                bool known = false;
-                for (size_t k = 0; c && k < c->n_exclusions && !known; k++)
-                        known = c->exclusions[k].pid == e->pid;
-                if (acting && !known && !m->journal[i].handed) {
+                if (acting && !controller_exclusion(c, e->pid) && !m->journal[i].handed) {
                         Exclusion copy = *e;
                         if (!journal_adopt(m, &copy, p, now, "made before observing"))
                                 continue; /* left the journal */
@@ -394,39 +387,37 @@ void manager_merge_submit(Manager *m, const Plan *a, const Plan *b) {
                 log_oom();
                 return;
         }
+        /* A switch-on handed to the actuator, the controller's or
+         * discovery's (after a policy change): the journal keeps the
+         * exclusion until its outcome says the process is on (a stop that
+         * drops it readmits it itself). */
+        for (size_t k = 0; !manager_dry_run(m) && k < all.n_actions; k++) {
+                ssize_t i = all.actions[k].action == MERGE_ACTION_ENABLE
+                                    ? journal_find(m, all.actions[k].pid, all.actions[k].start_time_ticks)
+                                    : -1;
+                if (i >= 0)
+                        m->journal[i].handed = true;
+        }
         /* The controller owns an excluded process's merge state until it
          * readmits it: tell discovery, whose plan_process() would switch
-         * merging back on at its next tick. */
-        for (size_t i = 0; m->discovery && i < b->n_actions; i++)
-                for (size_t k = 0; k < all.n_actions; k++)
-                        if (all.actions[k].pid == b->actions[i].pid && all.actions[k].action == b->actions[i].action) {
-                                discovery_note_exclusion(m->discovery, &b->actions[i]);
-                                break;
-                        }
-        /* A readmission decided while acting: discovery owns the process
-         * again, whether it is carried out or refused by the policy (Mode=
-         * never now, not yet, not classified), and switches it on by its
-         * policy, with what the restore book says it had. Refused, it leaves
-         * the journal; handed to the actuator, it stays until its outcome
-         * says it is on (a stop that drops it readmits it itself), as does
-         * one discovery switches on. */
-        if (!manager_dry_run(m)) {
-                for (size_t k = 0; k < all.n_actions; k++) {
-                        ssize_t i = all.actions[k].action == MERGE_ACTION_ENABLE
-                                            ? journal_find(m, all.actions[k].pid, all.actions[k].start_time_ticks)
-                                            : -1;
-                        if (i >= 0)
-                                m->journal[i].handed = true;
-                }
-                for (size_t k = 0; k < b->n_actions; k++) {
-                        const ProcessAction *x = &b->actions[k];
-                        if (x->action != MERGE_ACTION_ENABLE)
-                                continue;
-                        discovery_owns_again(m, x->pid, x->start_time_ticks);
-                        ssize_t i = journal_find(m, x->pid, x->start_time_ticks);
-                        if (i >= 0 && !m->journal[i].handed)
-                                journal_remove_at(m, (size_t) i);
-                }
+         * merging back on at its next tick. A readmission decided while
+         * acting gives the process back to discovery whether it is carried
+         * out or refused by the policy (Mode=never now, not yet, not
+         * classified), and discovery switches it on by its policy, with what
+         * the restore book says it had; refused, it leaves the journal. */
+        for (size_t i = 0; i < b->n_actions; i++) {
+                const ProcessAction *x = &b->actions[i];
+                bool selected = false;
+                for (size_t k = 0; k < all.n_actions && !selected; k++)
+                        selected = all.actions[k].pid == x->pid && all.actions[k].action == x->action;
+                if (selected && m->discovery)
+                        discovery_note_exclusion(m->discovery, x);
+                if (selected || x->action != MERGE_ACTION_ENABLE || manager_dry_run(m))
+                        continue;
+                discovery_owns_again(m, x->pid, x->start_time_ticks);
+                ssize_t k = journal_find(m, x->pid, x->start_time_ticks);
+                if (k >= 0 && !m->journal[k].handed)
+                        journal_remove_at(m, (size_t) k);
         }
         merge_worker_set_options(m->merge, manager_dry_run(m), m->config.inject_seccomp);
         r = merge_worker_submit(m->merge, all.actions, all.n_actions);

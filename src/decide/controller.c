@@ -272,11 +272,11 @@ static void because_unmet(Controller *c, ControllerDecisions *d, const Model *m,
                 fmt_pages(a, sizeof a, m, pages), fmt_pages(b, sizeof b, m, m->unmet_pages));
 }
 
-static bool exclusion_find(const Controller *c, int pid) {
+const Exclusion *controller_exclusion(const Controller *c, int pid) {
         for (size_t i = 0; i < c->n_exclusions; i++)
                 if (c->exclusions[i].pid == pid)
-                        return true;
-        return false;
+                        return &c->exclusions[i];
+        return NULL;
 }
 
 /* Records contender x's merged pages as of now and returns those of the
@@ -379,7 +379,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                         continue;
                 /* Already out, or no room to take it out: nothing to
                  * look at again. */
-                if (exclusion_find(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
+                if (controller_exclusion(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
                         continue;
                 /* A page merges on its second look at the earliest: until
                  * two full scans after a process entered KSM, "0 pages
@@ -455,7 +455,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
 
 int controller_adopt_exclusion(Controller *c, int pid, uint64_t start_time_ticks, uint64_t since_usec, bool due,
                                const char *comm, uint64_t now_usec) {
-        if (exclusion_find(c, pid))
+        if (controller_exclusion(c, pid))
                 return 0;
         if (c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
                 return -ENOSPC;

@@ -166,6 +166,13 @@ int write_state_file(const char *path, const char *text, unsigned mode) {
         return write_file_atomic(path, text, strlen(text), mode);
 }
 
+int write_state_file_logged(const char *path, const char *text, const char *what) {
+        int r = text ? write_state_file(path, text, 0600) : -ENOMEM;
+        if (r < 0)
+                log_warning_errno(r, "Cannot write %s (%s): %m", path, what);
+        return r;
+}
+
 int write_file_replace(const char *path, const char *data, size_t size, unsigned mode) {
         return write_file_replace_full(path, data, size, mode, false);
 }
