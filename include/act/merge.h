@@ -254,8 +254,9 @@ typedef struct MergeLedger {
 #define MERGE_REASON_UNMERGE_ON_EXIT "UnmergeOnExit=yes"
 
 void merge_ledger_done(MergeLedger *l);
-/* Records DONE enables and forgets DONE disables and GONE processes: 1
- * when the ledger changed, 0 when not, -ENOMEM. */
+/* Records DONE enables and forgets disables that took effect (DONE,
+ * ALREADY) and GONE processes; a disable that failed, was refused or gave
+ * up keeps its entry. 1 when the ledger changed, 0 when not, -ENOMEM. */
 int merge_ledger_update(MergeLedger *l, const MergeReport *r);
 /* One line per process: "PID START_TIME_TICKS METHOD PRIVILEGED(0|1)".
  * NULL on ENOMEM. */
@@ -265,7 +266,10 @@ char *merge_ledger_format(const MergeLedger *l);
 int merge_ledger_parse(MergeLedger *l, const char *text, const char *name);
 /* As merge_restore_book_load(), for the ledger. */
 int merge_ledger_load(MergeLedger *l, const char *path, const Root *root);
-/* Disables every entry (with the method that enabled it); outcomes go to ret. */
+/* Disables every entry (with the method that enabled it) until
+ * c->give_up_usec; outcomes go to ret. What was not switched off (failed,
+ * refused, not reached before the deadline) stays in the ledger and its
+ * file. */
 int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret);
 
 /* A thread that applies plans off the event loop: reading maps and ksm_stat

@@ -1280,8 +1280,15 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
         bool changed = false;
         for (size_t i = 0; i < r->n; i++) {
                 const MergeOutcome *o = &r->outcomes[i];
-                changed |= ledger_forget(l, o->pid);
-                if (!(o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE) || o->restored_own)
+                bool enabled = o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE;
+                /* A switch-off that failed, was refused, gave up at the
+                 * deadline or was only a dry run leaves what this daemon
+                 * switched on as it was: the entry stays for the next try. */
+                bool off = o->action == MERGE_ACTION_DISABLE && merge_outcome_ok(o) &&
+                           o->kind != MERGE_OUTCOME_DRY_RUN;
+                if (enabled || off || o->kind == MERGE_OUTCOME_GONE)
+                        changed |= ledger_forget(l, o->pid);
+                if (!enabled || o->restored_own)
                         continue;
                 if (ledger_add(l, &(MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used, o->inject_privileged }) < 0)
                         return -ENOMEM;
@@ -1293,7 +1300,13 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
 }
 
 int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret) {
+        size_t first = ret->n;
         for (size_t i = 0; i < l->n; i++) {
+                /* Past the stop's deadline the rest stays in the ledger (and
+                 * its file), for an instance started after this one. */
+                uint64_t g = c->give_up_usec ? atomic_load(c->give_up_usec) : 0;
+                if (g != 0 && now_usec(CLOCK_MONOTONIC) >= g)
+                        break;
                 ProcessAction a = {
                         .pid = l->entries[i].pid,
                         .start_time_ticks = l->entries[i].start_time_ticks,
@@ -1306,9 +1319,9 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
                 if (r < 0)
                         return r;
         }
-        l->n = 0;
-        ledger_persist(l);
-        return 0;
+        /* Forgets what was switched off or is gone, keeps the rest. */
+        MergeReport mine = { .outcomes = ret->outcomes + first, .n = ret->n - first };
+        return merge_ledger_update(l, &mine) < 0 ? -ENOMEM : 0;
 }
 
 /* Actions waiting behind a running batch; beyond, submit says EBUSY. */

@@ -172,6 +172,32 @@ static void test_ledger(void **state) {
         assert_int_equal(merge_ledger_update(&l, &r2), 1);
         assert_int_equal(l.n, 0);
         assert_int_equal(merge_ledger_update(&l, &r2), 0);
+        /* a switch-off that did not take effect keeps the entry: the next
+         * try (a later stop, another instance) must still find it */
+        MergeOutcome off[] = {
+                { .pid = 20, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 20, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_FAILED, .error = EPERM },
+                { .pid = 21, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 21, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_DRY_RUN },
+                { .pid = 22, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 22, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_ALREADY },
+                { .pid = 23, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 23, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_REFUSED, .error = EBUSY },
+                { .pid = 23, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_ALREADY },
+        };
+        MergeReport r3 = { .outcomes = off, .n = ELEMENTSOF(off) };
+        assert_int_equal(merge_ledger_update(&l, &r3), 1);
+        assert_int_equal(l.n, 3);
+        assert_int_equal(l.entries[0].pid, 20);
+        assert_int_equal(l.entries[1].pid, 21);
+        assert_int_equal(l.entries[2].pid, 23);
+        /* the stop's deadline already passed: nothing tried, all kept */
+        _Atomic uint64_t past = 1;
+        MergeContext late = { .give_up_usec = &past };
+        MergeReport none = {};
+        assert_int_equal(merge_ledger_unmerge(&late, &l, &none), 0);
+        assert_int_equal(none.n, 0);
+        assert_int_equal(l.n, 3);
         merge_ledger_done(&l);
 }
 
