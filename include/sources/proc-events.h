@@ -50,6 +50,16 @@ int proc_events_decode_datagram(const void *buf, size_t len, ProcEventHandler cb
 
 typedef struct ProcEvents ProcEvents;
 
+/* The connector socket the service manager opened and bound for the
+ * daemon (ksmtuned2-proc-events.socket: ListenNetlink=connector 1), taken
+ * from sd_listen_fds(): a process without CAP_NET_ADMIN can subscribe on
+ * it (PROC_CN_MCAST_LISTEN checks only the namespaces) on kernels where
+ * joining the group needs CAP_NET_ADMIN (before 6.6, and 6.18.44 as built
+ * here: bind() EPERM without it, tests/kernel/test-daemon-events-caps.sh).
+ * The fd, or -ENOENT when none was passed. Any other passed fd is closed
+ * with a warning saying what it is not. */
+int proc_events_listen_fd(void);
+
 /* Opens the connector socket and subscribes (PROC_CN_MCAST_LISTEN).
  * Kernels before 6.6 want CAP_NET_ADMIN in the initial user namespace to
  * join the group (-EPERM otherwise); since 6.6 (cn_bind() lets anyone join
@@ -57,8 +67,10 @@ typedef struct ProcEvents ProcEvents;
  * namespaces instead of checking a capability) a process without it
  * subscribes and gets events (tests/kernel/test-daemon-events-caps.sh). -EPROTONOSUPPORT
  * without the connector. rcvbuf_bytes 0 is the default
- * (8 MiB); tests pass a small one to provoke ENOBUFS. */
-int proc_events_open(size_t rcvbuf_bytes, ProcEvents **ret);
+ * (8 MiB); tests pass a small one to provoke ENOBUFS. fd >= 0: the socket
+ * of proc_events_listen_fd(), taken over (closed on failure too), its
+ * buffer never made smaller; -EBADF when libnl refuses it. */
+int proc_events_open(size_t rcvbuf_bytes, int fd, ProcEvents **ret);
 ProcEvents *proc_events_free(ProcEvents *pe);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ProcEvents *, proc_events_free);
 

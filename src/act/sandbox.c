@@ -45,8 +45,9 @@
  *   would need CAP_DAC_OVERRIDE, which is not kept.
  * - The KSM knobs are root's, 0644: writing them as uid 0 needs no
  *   CAP_DAC_OVERRIDE. tracefs instances are root's too.
- * - The proc connector checks CAP_NET_ADMIN when we ask to listen, which
- *   happens before the sandbox; taskstats checks it on every query
+ * - The proc connector checks CAP_NET_ADMIN (on kernels that check it) when
+ *   the socket joins its group: before the sandbox, or by the service
+ *   manager (ksmtuned2-proc-events.socket); taskstats checks it on every query
  *   (GENL_ADMIN_PERM), so it stays only for a taskstats user.
  * - Remote process_madvise() checks CAP_SYS_NICE (mm/madvise.c), as does the
  *   out-of-tree process_ksm_enable(); both first check ptrace "read" access

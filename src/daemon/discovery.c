@@ -59,6 +59,7 @@ struct Discovery {
         DiscoveryOptions opts;
         ProcessTable *table;
         ProcEvents *events;
+        int events_fd;                  /* passed by the service manager, until start_events takes it */
         MmReader *reader;
         PolicySet policies;
 
@@ -149,6 +150,7 @@ int discovery_new(sd_event *e, const Root *root, const DiscoveryOptions *o, Disc
         d->mode = DISCOVERY_POLLING;
         strscpy(d->mode_reason, sizeof d->mode_reason, "not started");
         d->self_pid = getpid();
+        d->events_fd = -EBADF;
 
         r = process_table_new(&d->table);
         if (r < 0)
@@ -171,6 +173,7 @@ Discovery *discovery_free(Discovery *d) {
         sd_event_source_disable_unref(d->hold_source);
         free(d->resync_pids);
         proc_events_free(d->events);
+        safe_close(d->events_fd);
         mm_reader_free(d->reader);
         process_table_free(d->table);
         savings_index_done(&d->savings);
@@ -709,12 +712,15 @@ static int start_events(Discovery *d) {
         char t[32];
         int r;
 
-        r = proc_events_open(d->opts.events_rcvbuf_bytes, &d->events);
+        bool passed = d->events_fd >= 0;
+        r = proc_events_open(d->opts.events_rcvbuf_bytes, TAKE_FD(d->events_fd), &d->events);
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
                 set_polling(d, "proc connector unavailable (%s%s)", strerrorname_np(-r) ?: "?",
-                            r == -EPERM ? ": needs CAP_NET_ADMIN in the initial user namespace" : "");
+                            r == -EPERM ? ": this kernel wants CAP_NET_ADMIN in the initial user namespace to join "
+                                          "its group; ksmtuned2-proc-events.socket passes a joined socket"
+                                        : passed ? ": the socket passed by the service manager" : "");
                 return 0;
         }
         r = proc_events_self_test(d->events, d->opts.self_test_timeout_usec);
@@ -734,8 +740,14 @@ static int start_events(Discovery *d) {
         }
         d->mode = DISCOVERY_EVENTS;
         strscpy(d->mode_reason, sizeof d->mode_reason, "proc connector");
-        log_info("Process discovery: proc connector events (self-test passed).");
+        log_info("Process discovery: proc connector events (self-test passed%s).",
+                 passed ? ", on the socket passed by the service manager" : "");
         return 0;
+}
+
+void discovery_set_events_fd(Discovery *d, int fd) {
+        safe_close(d->events_fd);
+        d->events_fd = fd;
 }
 
 int discovery_start(Discovery *d) {

@@ -69,6 +69,11 @@ int discovery_new(sd_event *e, const Root *root, const DiscoveryOptions *o, Disc
 Discovery *discovery_free(Discovery *d);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Discovery *, discovery_free);
 
+/* The proc connector socket the service manager passed
+ * (proc_events_listen_fd()), for discovery_start() to use instead of
+ * opening one: taken over (a negative fd: none). */
+void discovery_set_events_fd(Discovery *d, int fd);
+
 /* Opens the connector (falling back to polling with a logged reason), runs
  * the self-test, hooks the socket into the loop and scans /proc once.
  * -ENOMEM only: everything else degrades. */

@@ -16,6 +16,7 @@
 #include "manager-metrics.h"
 #include "manager.h"
 #include "injector.h"
+#include "proc-events.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -511,6 +512,12 @@ int manager_start_stages(Manager *m) {
         r = discovery_new(m->event, m->root, &dopts, &m->discovery);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up process discovery: %m");
+        /* A socket systemd opened and bound for us
+         * (ksmtuned2-proc-events.socket): events without CAP_NET_ADMIN on
+         * kernels whose connector wants it to join the group. Not for a
+         * tree below a prefix, whose processes the connector does not see. */
+        if (isempty(m->root->prefix))
+                discovery_set_events_fd(m->discovery, proc_events_listen_fd());
         (void) manager_load_policies(m);
         r = discovery_start(m->discovery);
         if (r < 0)

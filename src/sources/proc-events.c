@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/cn_proc.h>
 #include <linux/connector.h>
 #include <linux/netlink.h>
@@ -12,6 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <systemd/sd-daemon.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -184,32 +186,88 @@ static int send_mcast_op(struct nl_sock *sk, enum proc_cn_mcast_op op) {
         return r < 0 ? -EIO : 0;
 }
 
-int proc_events_open(size_t rcvbuf_bytes, ProcEvents **ret) {
+/* Why fd is not a socket of the proc connector's group, or NULL. */
+static const char *not_connector_socket(int fd) {
+        struct sockaddr_nl a = {};
+        socklen_t len = sizeof a;
+        int v = 0;
+        socklen_t vl = sizeof v;
+
+        if (sd_is_socket(fd, AF_NETLINK, 0, -1) <= 0)
+                return "not a netlink socket";
+        if (getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &v, &vl) < 0 || v != NETLINK_CONNECTOR)
+                return "not a NETLINK_CONNECTOR socket";
+        if (getsockname(fd, (struct sockaddr *) &a, &len) < 0 || a.nl_family != AF_NETLINK)
+                return "not bound";
+        /* nl_groups: the memberships in groups 1-32 as a mask */
+        if (!(a.nl_groups & (UINT32_C(1) << (CN_IDX_PROC - 1))))
+                return "not a member of the proc connector's group (want ListenNetlink=connector 1)";
+        return NULL;
+}
+
+int proc_events_listen_fd(void) {
+        int n = sd_listen_fds(true), found = -ENOENT;
+
+        if (n < 0)
+                return log_warning_errno(n, "Cannot read the sockets passed by the service manager, ignoring: %m");
+        for (int fd = SD_LISTEN_FDS_START; fd < SD_LISTEN_FDS_START + n; fd++) {
+                const char *why = not_connector_socket(fd);
+                if (!why && found < 0) {
+                        (void) fcntl(fd, F_SETFD, FD_CLOEXEC);
+                        found = fd;
+                        continue;
+                }
+                log_warning("Socket %d passed by the service manager is %s; closing it.", fd,
+                            why ?: "a second connector socket");
+                safe_close(fd);
+        }
+        return found;
+}
+
+int proc_events_open(size_t rcvbuf_bytes, int fd, ProcEvents **ret) {
         _cleanup_(proc_events_freep) ProcEvents *pe = NULL;
         int r;
 
         pe = calloc(1, sizeof *pe);
-        if (!pe)
+        if (!pe) {
+                safe_close(fd);
                 return -ENOMEM;
+        }
         pe->sk = nl_socket_alloc();
-        if (!pe->sk)
+        if (!pe->sk) {
+                safe_close(fd);
                 return -ENOMEM;
+        }
         nl_socket_disable_seq_check(pe->sk);
         /* One recvmsg per datagram instead of a MSG_PEEK first. */
         nl_socket_disable_msg_peek(pe->sk);
         (void) nl_socket_set_msg_buf_size(pe->sk, 16384);
-        nl_join_groups(pe->sk, CN_IDX_PROC);
-        r = nl_connect(pe->sk, NETLINK_CONNECTOR);
-        if (r < 0) {
-                /* libnl folds the errno; the socket call's own tells more. */
-                return errno == EPROTONOSUPPORT || errno == EPERM || errno == EACCES ? -errno : -EPERM;
+        if (fd >= 0) {
+                /* Bound by the service manager: from here on libnl's (and
+                 * nl_socket_free closes it). */
+                r = nl_socket_set_fd(pe->sk, NETLINK_CONNECTOR, fd);
+                if (r < 0) {
+                        safe_close(fd);
+                        return -EBADF;
+                }
+        } else {
+                nl_join_groups(pe->sk, CN_IDX_PROC);
+                r = nl_connect(pe->sk, NETLINK_CONNECTOR);
+                if (r < 0) {
+                        /* libnl folds the errno; the socket call's own tells more. */
+                        return errno == EPROTONOSUPPORT || errno == EPERM || errno == EACCES ? -errno : -EPERM;
+                }
         }
         r = nl_socket_set_nonblocking(pe->sk);
         if (r < 0)
                 return -EIO;
-        int fd = nl_socket_get_fd(pe->sk), size = (int) (rcvbuf_bytes ? rcvbuf_bytes : PROC_EVENTS_RCVBUF_BYTES);
-        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
-                (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        int sfd = nl_socket_get_fd(pe->sk), size = (int) (rcvbuf_bytes ? rcvbuf_bytes : PROC_EVENTS_RCVBUF_BYTES);
+        /* An inherited socket's buffer was set by the service manager
+         * (ReceiveBuffer=), past the rmem_max that SO_RCVBUF without
+         * CAP_NET_ADMIN is held to: only SO_RCVBUFFORCE may change it, never
+         * SO_RCVBUF, which could make it smaller. */
+        if (setsockopt(sfd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0 && fd < 0)
+                (void) setsockopt(sfd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
 
         r = send_mcast_op(pe->sk, PROC_CN_MCAST_LISTEN);
         if (r < 0)

@@ -1,15 +1,26 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# What the proc connector needs on this kernel: the daemon runs with exactly
-# the capability bounding set of the shipped unit (systemd/ksmtuned2.service.in,
-# no CAP_NET_ADMIN), and a process started after it is in its model within
-# 2 s although Interval= is an hour and the resync two minutes away: only a
-# live proc event can put it there. So is a child that forked and never
-# exec'd (read after discovery's fork hold, not at once). Since Linux 6.6 joining the connector's
-# group needs no capability (drivers/connector/connector.c cn_bind(), cn_proc.c
-# cn_proc_mcast_ctl(): initial user and PID namespaces only). Before 6.6 the
-# daemon must say it polls, and why. --dry-run and Tracepoints=no: no KSM
-# knob is written, so no KSM lock.
+# What the proc connector needs on this kernel, and that the installed
+# service gets live events on it. The daemon runs with exactly the
+# capability bounding set of the shipped unit (systemd/ksmtuned2.service.in,
+# no CAP_NET_ADMIN).
+# 1. As the unit starts it: with the socket ksmtuned2-proc-events.socket
+#    passes (ListenNetlink=connector 1: a NETLINK_CONNECTOR socket joined to
+#    group 1 by the service manager, emulated by listen-netlink.py as root).
+#    A process started after the daemon is in its model within 2 s although
+#    Interval= is an hour and the resync two minutes away: only a live proc
+#    event can put it there. So is a child that forked and never exec'd
+#    (read after discovery's fork hold, not at once).
+# 2. Without the socket, what the kernel itself allows decides, found out
+#    independently of the daemon (listen-netlink.py probe under the same
+#    bounding set): joining the group needs CAP_NET_ADMIN before 6.6 and on
+#    6.18.44 as built for the test machines (bind() EPERM), not on 6.6-6.12
+#    (cn_bind(), NL_CFG_F_NONROOT_RECV). Either live events, or polling and
+#    the reason.
+# 3. Hostile or wrong sockets passed (not a connector socket, one not in the
+#    group, not a socket at all): a warning naming the fd and what it is
+#    not, the fd closed, and discovery as in 2.
+# --dry-run and Tracepoints=no: no KSM knob is written, so no KSM lock.
 set -u
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root"; exit 77; }
 command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
@@ -46,28 +57,43 @@ LogLevel=debug
 [Tuning]
 Tracepoints=no
 CONF
-setpriv --bounding-set="$bset" --inh-caps=-all "$KSMTUNED2" --dry-run --config "$tmp/k.conf" > "$tmp/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do grep -q "Process discovery" "$tmp/log" && break; sleep 0.05; done
+listen=$SOURCE_ROOT/tests/helpers/listen-netlink.py
+# start_daemon LOG [KIND]: the daemon under the unit's bounding set, with a
+# socket of KIND passed as systemd passes one (none without KIND).
+start_daemon() {
+        local log=$1 kind=${2:-}
+        if [ -n "$kind" ]; then
+                python3 "$listen" "$kind" setpriv --bounding-set="$bset" --inh-caps=-all "$KSMTUNED2" --dry-run \
+                        --config "$tmp/k.conf" > "$log" 2>&1 &
+        else
+                setpriv --bounding-set="$bset" --inh-caps=-all "$KSMTUNED2" --dry-run --config "$tmp/k.conf" > "$log" 2>&1 &
+        fi
+        pid=$!
+        for _ in $(seq 100); do grep -q "Process discovery" "$log" && break; sleep 0.05; done
+        grep -q "Process discovery" "$log" || { cp "$log" "$tmp/log"; fail "no discovery line from the daemon ($log)"; }
+}
+stop_daemon() { kill -TERM $pid; wait $pid 2>/dev/null; pid=; }
+# what this kernel asks of a process that joins the group itself
+if setpriv --bounding-set="$bset" --inh-caps=-all python3 "$listen" probe; then
+        kernel_open=1; kernel_says="anyone in the initial namespaces may join the proc connector's group"
+else
+        kernel_open=; kernel_says="joining the proc connector's group needs CAP_NET_ADMIN (bind() EPERM without it)"
+fi
+echo "Linux $(uname -r): $kernel_says"
+
+# 1. As the unit starts it.
+start_daemon "$tmp/log" connector
 grep "^ksmtuned2: Process discovery" "$tmp/log" | head -1
 grep Cap[BE] /proc/$pid/status | tr '\n' ' '; echo
-
-read -r major minor _ <<<"$(uname -r | tr '.-' '  ')"
-if [ "$major" -lt 6 ] || { [ "$major" = 6 ] && [ "$minor" -lt 6 ]; }; then
-        grep -q "falls back to polling /proc every tick: proc connector unavailable (EPERM: needs CAP_NET_ADMIN" "$tmp/log" ||
-                fail "Linux $major.$minor without CAP_NET_ADMIN: no polling fallback with its reason"
-        echo "ok: Linux $major.$minor: without CAP_NET_ADMIN the daemon polls and says why"
-        exit 0
-fi
-grep -q "Process discovery: proc connector events (self-test passed)" "$tmp/log" ||
-        fail "Linux $major.$minor, the unit's capabilities ($caps): no proc connector events"
+grep -q "Process discovery: proc connector events (self-test passed, on the socket passed by the service manager)" "$tmp/log" ||
+        fail "the unit's capabilities ($caps) and the socket of ksmtuned2-proc-events.socket: no proc connector events"
 for _ in $(seq 100); do grep -q "Scanned [0-9]* processes" "$tmp/log" && break; sleep 0.05; done
 "$tmp/ksmsl-probe" 60 &
 probe=$!
 seen=
 for _ in $(seq 40); do grep -q "pid $probe (ksmsl-probe)" "$tmp/log" && { seen=1; break; }; sleep 0.05; done
 [ -n "$seen" ] || fail "pid $probe started after the daemon is not in its model within 2 s"
-echo "ok: Linux $major.$minor, bounding set $caps: live proc events; $(grep -o "pid $probe (ksmsl-probe).*" "$tmp/log" | head -1)"
+echo "ok: bounding set $caps and the passed socket: live proc events; $(grep -o "pid $probe (ksmsl-probe).*" "$tmp/log" | head -1)"
 
 # A child that forks and never execs: a bash subshell running the builtin
 # read, which blocks on the fifo until the parent is killed with its session.
@@ -92,3 +118,47 @@ done
 exec 9<&-
 [ -n "$seen" ] || fail "fork-only child $child is not in the model within 2 s"
 echo "ok: a fork-only child: $(grep -o "pid $child (ksmsl-fork).*" "$tmp/log" | head -1)"
+stop_daemon
+kill -KILL $probe 2>/dev/null; wait $probe 2>/dev/null; probe=
+
+# 2. Without the socket: what the kernel allows.
+start_daemon "$tmp/log2"
+if [ -n "$kernel_open" ]; then
+        grep -q "Process discovery: proc connector events (self-test passed)" "$tmp/log2" ||
+                { cp "$tmp/log2" "$tmp/log"; fail "no socket passed, and $kernel_says: no proc connector events"; }
+        echo "ok: no socket passed: live events all the same ($kernel_says)"
+else
+        grep -q "falls back to polling /proc every tick: proc connector unavailable (EPERM: this kernel wants CAP_NET_ADMIN" "$tmp/log2" ||
+                { cp "$tmp/log2" "$tmp/log"; fail "no socket passed, and $kernel_says: no polling fallback with its reason"; }
+        echo "ok: no socket passed: polls and says why: $(grep -o "proc connector unavailable.*" "$tmp/log2" | head -1)"
+fi
+stop_daemon
+
+# 3. Wrong sockets: named, closed, and discovery as without one.
+for kind in route unjoined file; do
+        case $kind in
+        route) want="not a NETLINK_CONNECTOR socket";;
+        unjoined) want="not a member of the proc connector's group";;
+        file) want="not a netlink socket";;
+        esac
+        start_daemon "$tmp/log3" $kind
+        grep -q "Socket 3 passed by the service manager is $want" "$tmp/log3" ||
+                { cp "$tmp/log3" "$tmp/log"; fail "a $kind fd passed: no warning that it is $want"; }
+        # closed: no fd of the daemon is what was passed (fd 3 itself may
+        # have been reused since)
+        passed=$(sed -n 's/^listen-netlink: fd 3 is //p' "$tmp/log3")
+        [ -n "$passed" ] || { cp "$tmp/log3" "$tmp/log"; fail "listen-netlink.py did not say what it passed"; }
+        for f in /proc/$pid/fd/*; do
+                [ "$(readlink "$f")" = "$passed" ] &&
+                        { cp "$tmp/log3" "$tmp/log"; fail "a $kind fd passed: still open as ${f##*/}: $passed"; }
+        done
+        if [ -n "$kernel_open" ]; then
+                grep -q "Process discovery: proc connector events (self-test passed)" "$tmp/log3" ||
+                        { cp "$tmp/log3" "$tmp/log"; fail "a $kind fd passed: no events of its own"; }
+        else
+                grep -q "falls back to polling /proc every tick: proc connector unavailable (EPERM" "$tmp/log3" ||
+                        { cp "$tmp/log3" "$tmp/log"; fail "a $kind fd passed: no polling fallback"; }
+        fi
+        echo "ok: a $kind fd passed: $(grep -o "Socket 3 passed.*" "$tmp/log3" | head -1)"
+        stop_daemon
+done
