@@ -1320,7 +1320,7 @@ int merge_ledger_unmerge(const MergeContext *c, MergeLedger *l, MergeReport *ret
                         return r;
         }
         /* Forgets what was switched off or is gone, keeps the rest. */
-        MergeReport mine = { .outcomes = ret->outcomes + first, .n = ret->n - first };
+        MergeReport mine = { .outcomes = ret->n > first ? ret->outcomes + first : NULL, .n = ret->n - first };
         return merge_ledger_update(l, &mine) < 0 ? -ENOMEM : 0;
 }
 
