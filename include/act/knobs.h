@@ -25,6 +25,10 @@ typedef struct KnobJournal {
         /* Knobs someone else wrote while the daemon ran: left to them, not
          * written again and not restored at exit. */
         uint64_t foreign_mask;
+        /* The journal could not be written (a full /run): the knobs whose
+         * original is not saved yet stay as they are until it can be; 0
+         * once it could. */
+        int unsaved_error;
 } KnobJournal;
 
 /* Loads a journal left behind by an earlier instance at path (absent is
@@ -52,7 +56,11 @@ void knob_journal_forget_foreign(KnobJournal *j);
  * latest snapshot) or someone else owns it now (foreign_mask). Returns 1 when
  * written, 0 when unchanged or foreign, -errno with the kernel's verdict
  * otherwise. dry_run records nothing and writes nothing but
- * returns 1 where a write would have happened. */
+ * returns 1 where a write would have happened. A knob is changed for the
+ * first time only once its original value is in the journal's file: when
+ * that cannot be written (logged once per errno, unsaved_error), knob_set
+ * returns 0 and leaves it, and tries again at the next call, since a crash
+ * after the write would leave the knob changed with nothing to restore it. */
 int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k, uint64_t value, bool dry_run);
 
 /* The knobs of mask in the order they must be written: advisor_mode first

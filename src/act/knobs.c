@@ -116,10 +116,26 @@ int knob_set(const Root *root, KnobJournal *j, const KsmState *current, KsmKey k
                 j->original[k] = current->value[k];
                 j->saved_mask |= UINT64_C(1) << k;
                 /* Persist before writing: if we die right after the write, the
-                 * next instance still knows the original. */
+                 * next instance still knows the original. Where it cannot be
+                 * saved (ENOSPC on a full /run) the knob is not written:
+                 * restoring every knob it changed, after a crash too, comes
+                 * before tuning. The file on disk is still the previous
+                 * version (written atomically), true for the knobs in it. */
                 r = journal_persist(j);
-                if (r < 0)
-                        log_debug_errno(r, "Cannot persist knob journal %s: %m", j->state_path);
+                if (r < 0) {
+                        j->saved_mask &= ~(UINT64_C(1) << k);
+                        if (j->unsaved_error != r)
+                                log_warning_errno(r,
+                                                  "Cannot save the original %s=%" PRIu64 " in %s: %m; not changing "
+                                                  "it until it can be saved, since a crash would leave it changed "
+                                                  "with nothing to restore it.",
+                                                  ksm_key_to_string(k), current->value[k], j->state_path);
+                        j->unsaved_error = r;
+                        return 0;
+                }
+                if (j->unsaved_error != 0)
+                        log_notice("Saved the original KSM knob values in %s; changing them again.", j->state_path);
+                j->unsaved_error = 0;
         }
         /* A write of run (and of max_page_sharing, merge_across_nodes)
          * takes ksmd's ksm_thread_mutex, which ksmd holds for a whole batch:

@@ -277,6 +277,49 @@ static void test_knob_journal(void **state) {
         fake_tree_done(&t);
 }
 
+/* A journal that cannot be written (its directory gone, as a full /run
+ * refuses it): the knob is left as it is, and changed once it can be. */
+static void test_knob_journal_unsaved(void **state) {
+        FakeTree t;
+        Root *r = NULL;
+        KnobJournal j;
+        KsmState s;
+        char dir[512], path[600];
+        uint64_t v;
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        snprintf(dir, sizeof dir, "%s/run", t.path);
+        snprintf(path, sizeof path, "%s/saved-knobs", dir);
+        assert_int_equal(root_open(t.path, &r), 0);
+        assert_int_equal(knob_journal_open(&j, path), 0);
+        assert_int_equal(ksm_sysfs_read(r, &s), 0);
+
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_TO_SCAN, 5000, false), 0);
+        assert_int_equal(j.unsaved_error, -ENOENT);
+        assert_int_equal(j.saved_mask, 0);
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_PAGES_TO_SCAN, &v), 0);
+        assert_int_equal(v, 100); /* not written */
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_TO_SCAN, 5000, false), 0); /* tried again, said once */
+
+        assert_int_equal(mkdir(dir, 0755), 0);
+        assert_int_equal(knob_set(r, &j, &s, KSM_PAGES_TO_SCAN, 5000, false), 1);
+        assert_int_equal(j.unsaved_error, 0);
+        assert_int_equal(ksm_sysfs_read_one(r, KSM_PAGES_TO_SCAN, &v), 0);
+        assert_int_equal(v, 5000);
+        KnobJournal j2;
+        assert_int_equal(knob_journal_open(&j2, path), 1);
+        assert_int_equal(j2.original[KSM_PAGES_TO_SCAN], 100);
+        knob_journal_done(&j2);
+
+        /* restoring removes the file */
+        assert_int_equal(knob_journal_restore(r, &j), 0);
+        assert_int_equal(rmdir(dir), 0);
+        knob_journal_done(&j);
+        root_free(r);
+        fake_tree_done(&t);
+}
+
 static uint64_t bits(const KsmKey *k, size_t n) {
         uint64_t m = 0;
         for (size_t i = 0; i < n; i++)
@@ -380,7 +423,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_values), cmocka_unit_test(test_read_fake),
                 cmocka_unit_test(test_root_layouts), cmocka_unit_test(test_ksmd),
-                cmocka_unit_test(test_knob_journal), cmocka_unit_test(test_knob_journal_odd_lines),
+                cmocka_unit_test(test_knob_journal),
+                cmocka_unit_test(test_knob_journal_unsaved), cmocka_unit_test(test_knob_journal_odd_lines),
                 cmocka_unit_test(test_knob_write_order), cmocka_unit_test(test_probe_fake),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
