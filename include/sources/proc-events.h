@@ -35,6 +35,8 @@ typedef struct ProcEvent {
         char comm[16];          /* comm: the new name */
         uint32_t exit_code;     /* exit: wait status */
         uint32_t uid_effective; /* uid: the new euid */
+        uint32_t ack_seq, ack_ack; /* ack: the request's cn_msg seq, and its ack + 1 */
+        uint32_t ack_error;     /* ack: the request's error (EPERM), 0 when accepted */
 } ProcEvent;
 
 /* Decodes the payload of one netlink message from the connector (a struct
@@ -52,21 +54,25 @@ typedef struct ProcEvents ProcEvents;
 
 /* The connector socket the service manager opened and bound for the
  * daemon (ksmtuned2-proc-events.socket: ListenNetlink=connector 1), taken
- * from sd_listen_fds(): a process without CAP_NET_ADMIN can subscribe on
- * it (PROC_CN_MCAST_LISTEN checks only the namespaces) on kernels where
- * joining the group needs CAP_NET_ADMIN (before 6.6, and 6.18.44 as built
- * here: bind() EPERM without it, tests/kernel/test-daemon-events-caps.sh).
+ * from sd_listen_fds(): since 6.6 a process without CAP_NET_ADMIN can
+ * subscribe on it (PROC_CN_MCAST_LISTEN checks only the namespaces), also
+ * where joining the group needs CAP_NET_ADMIN (6.18.44 as built here:
+ * bind() EPERM without it, tests/kernel/test-daemon-events-caps.sh).
+ * Before 6.6 the request itself wants CAP_NET_ADMIN, and the socket does
+ * not help.
  * The fd, or -ENOENT when none was passed. Any other passed fd is closed
  * with a warning saying what it is not. */
 int proc_events_listen_fd(void);
 
 /* Opens the connector socket and subscribes (PROC_CN_MCAST_LISTEN).
  * Kernels before 6.6 want CAP_NET_ADMIN in the initial user namespace to
- * join the group (-EPERM otherwise); since 6.6 (cn_bind() lets anyone join
- * CN_IDX_PROC; cn_proc_mcast_ctl() ignores requests from other user or PID
- * namespaces instead of checking a capability) a process without it
- * subscribes and gets events (tests/kernel/test-daemon-events-caps.sh). -EPROTONOSUPPORT
- * without the connector. rcvbuf_bytes 0 is the default
+ * join the group (-EPERM here) and for the request itself (refused in its
+ * ack: proc_events_self_test()); 6.6-6.12 let any process in the initial
+ * namespaces join (NL_CFG_F_NONROOT_RECV, cn_bind()) and ask
+ * (cn_proc_mcast_ctl() ignores requests from other user or PID namespaces
+ * instead of checking a capability); the host's 6.18.44 wants it to join
+ * again, not to ask (tests/kernel/test-daemon-events-caps.sh, in the
+ * vmkernel guests too). -EPROTONOSUPPORT without the connector. rcvbuf_bytes 0 is the default
  * (8 MiB); tests pass a small one to provoke ENOBUFS. fd >= 0: the socket
  * of proc_events_listen_fd(), taken over (closed on failure too), its
  * buffer never made smaller; -EBADF when libnl refuses it. */

@@ -1267,9 +1267,11 @@ int merge_ledger_load(MergeLedger *l, const char *path, const Root *root) {
         return (int) l->n;
 }
 
-static bool ledger_forget(MergeLedger *l, int pid) {
+/* start_time_ticks 0: whatever incarnation of pid (an outcome without it). */
+static bool ledger_forget(MergeLedger *l, int pid, uint64_t start_time_ticks) {
         for (size_t i = 0; i < l->n; i++)
-                if (l->entries[i].pid == pid) {
+                if (l->entries[i].pid == pid &&
+                    (start_time_ticks == 0 || l->entries[i].start_time_ticks == start_time_ticks)) {
                         l->entries[i] = l->entries[--l->n];
                         return true;
                 }
@@ -1282,12 +1284,14 @@ int merge_ledger_update(MergeLedger *l, const MergeReport *r) {
                 const MergeOutcome *o = &r->outcomes[i];
                 bool enabled = o->kind == MERGE_OUTCOME_DONE && o->action == MERGE_ACTION_ENABLE;
                 /* A switch-off that failed, was refused, gave up at the
-                 * deadline or was only a dry run leaves what this daemon
-                 * switched on as it was: the entry stays for the next try. */
-                bool off = o->action == MERGE_ACTION_DISABLE && merge_outcome_ok(o) &&
-                           o->kind != MERGE_OUTCOME_DRY_RUN;
+                 * deadline, was only a dry run or skipped (Method=none)
+                 * leaves what this daemon switched on as it was: the entry
+                 * stays for the next try. */
+                bool off = o->action == MERGE_ACTION_DISABLE &&
+                           (o->kind == MERGE_OUTCOME_DONE || o->kind == MERGE_OUTCOME_ALREADY);
+                /* GONE for an earlier incarnation must not drop a later one's entry */
                 if (enabled || off || o->kind == MERGE_OUTCOME_GONE)
-                        changed |= ledger_forget(l, o->pid);
+                        changed |= ledger_forget(l, o->pid, o->kind == MERGE_OUTCOME_GONE ? o->start_time_ticks : 0);
                 if (!enabled || o->restored_own)
                         continue;
                 if (ledger_add(l, &(MergeLedgerEntry) { o->pid, o->start_time_ticks, o->used, o->inject_privileged }) < 0)

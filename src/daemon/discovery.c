@@ -726,8 +726,16 @@ static int start_events(Discovery *d) {
         r = proc_events_self_test(d->events, d->opts.self_test_timeout_usec);
         if (r < 0) {
                 d->events = proc_events_free(d->events);
-                set_polling(d, "no proc event for a test child within %s (%s; a PID namespace?)",
-                            format_timespan(t, sizeof t, d->opts.self_test_timeout_usec), strerrorname_np(-r) ?: "?");
+                if (r == -ETIMEDOUT)
+                        set_polling(d, "no proc event for a test child within %s (%s; a PID namespace?)",
+                                    format_timespan(t, sizeof t, d->opts.self_test_timeout_usec),
+                                    strerrorname_np(-r) ?: "?");
+                else
+                        set_polling(d, "the kernel refused the request for proc events (%s%s)",
+                                    strerrorname_np(-r) ?: "?",
+                                    r == -EPERM ? ": before Linux 6.6 the request wants CAP_NET_ADMIN, "
+                                                  "on a passed socket too"
+                                                : "");
                 return 0;
         }
         ProcEventsHandlers h = { .on_event = on_event, .on_overflow = on_overflow, .on_batch = on_batch,
@@ -753,6 +761,10 @@ void discovery_set_events_fd(Discovery *d, int fd) {
 int discovery_start(Discovery *d) {
         int r = 0;
 
+        if (d->opts.force_polling || !isempty(d->root->prefix))
+                /* A joined socket left unread would fill with every event
+                 * another listener asks for. */
+                d->events_fd = safe_close(d->events_fd);
         if (d->opts.force_polling)
                 set_polling(d, "polling requested");
         else if (!isempty(d->root->prefix))

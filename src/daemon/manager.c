@@ -473,6 +473,7 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
 int manager_start_stages(Manager *m) {
         _cleanup_free_ char *summary = NULL, *state = NULL;
+        _cleanup_close_ int events_fd = -EBADF;
         int r;
 
         if (m->root->ksm_fd < 0)
@@ -482,6 +483,14 @@ int manager_start_stages(Manager *m) {
         r = probe_run(m->root, &m->probe);
         if (r < 0)
                 return log_error_errno(r, "Kernel feature probe failed: %m");
+        /* The socket the service manager joined to the connector's group
+         * for us (discovery takes it below): the probe's own may have been
+         * refused (EPERM without CAP_NET_ADMIN on 6.18.44). */
+        events_fd = proc_events_listen_fd();
+        if (events_fd >= 0) {
+                m->probe.proc_connector = true;
+                m->probe.proc_connector_errno = 0;
+        }
         summary = probe_summary(&m->probe);
         log_struct(LOG_INFO, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_STARTED), "ksmtuned2 %s starting; %s",
                    PACKAGE_VERSION, strna(summary));
@@ -514,10 +523,11 @@ int manager_start_stages(Manager *m) {
                 return log_error_errno(r, "Failed to set up process discovery: %m");
         /* A socket systemd opened and bound for us
          * (ksmtuned2-proc-events.socket): events without CAP_NET_ADMIN on
-         * kernels whose connector wants it to join the group. Not for a
-         * tree below a prefix, whose processes the connector does not see. */
-        if (isempty(m->root->prefix))
-                discovery_set_events_fd(m->discovery, proc_events_listen_fd());
+         * kernels whose connector wants it to join the group (6.6 and
+         * later; before, the request for events wants it too). Taken in
+         * any case, so that nothing passed stays open or in the
+         * environment; discovery closes it where it polls. */
+        discovery_set_events_fd(m->discovery, TAKE_FD(events_fd));
         (void) manager_load_policies(m);
         r = discovery_start(m->discovery);
         if (r < 0)

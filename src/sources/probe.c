@@ -257,8 +257,11 @@ static int probe_proc_connector(void) {
         nl_socket_disable_seq_check(sk);
         nl_join_groups(sk, CN_IDX_PROC);
         /* Binding to the proc connector's multicast group needs the
-         * connector, and CAP_NET_ADMIN before Linux 6.6; whether events really arrive (not in a
-         * PID namespace) is checked by the event source with a self-test. */
+         * connector, and CAP_NET_ADMIN before Linux 6.6 and on some kernels
+         * since (6.18.44 as built here; a socket the service manager passes
+         * counts too, manager_start_stages()); whether events really arrive
+         * (not in a PID namespace) is checked by the event source with a
+         * self-test. */
         r = nl_connect(sk, NETLINK_CONNECTOR);
         nl_socket_free(sk);
         return r < 0 ? -EPERM : 0;

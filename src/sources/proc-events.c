@@ -57,6 +57,7 @@ struct ProcEvents {
         ProcEventsHandlers handlers;
         ProcEventsCounters counters;
         bool overflow_pending;  /* ENOBUFS seen, resync not yet asked for */
+        uint32_t listen_seq;    /* our LISTEN request's cn_msg seq, to know its ack among others' */
 };
 
 static const char *const proc_event_type_table[_PROC_EV_MAX] = {
@@ -93,7 +94,13 @@ int proc_event_decode(const void *payload, size_t len, ProcEvent *ret) {
         ev.timestamp_ns = pe.timestamp_ns;
         switch (pe.what) {
         case PROC_EVENT_NONE:
+                /* cn_proc_ack(): the request's seq, its ack + 1, and the
+                 * error, multicast to every listener */
                 ev.type = PROC_EV_ACK;
+                ev.ack_seq = cn->seq;
+                ev.ack_ack = cn->ack;
+                if (body >= sizeof pe.event_data.ack)
+                        ev.ack_error = pe.event_data.ack.err;
                 break;
         case PROC_EVENT_FORK:
                 if (body < sizeof pe.event_data.fork)
@@ -166,12 +173,12 @@ int proc_events_decode_datagram(const void *buf, size_t len, ProcEventHandler cb
         return n;
 }
 
-static int send_mcast_op(struct nl_sock *sk, enum proc_cn_mcast_op op) {
+static int send_mcast_op(struct nl_sock *sk, enum proc_cn_mcast_op op, uint32_t seq) {
         struct {
                 struct cn_msg cn;
                 uint32_t op;
         } __attribute__((packed)) req = {
-                .cn = { .id = { .idx = CN_IDX_PROC, .val = CN_VAL_PROC }, .len = sizeof(uint32_t) },
+                .cn = { .id = { .idx = CN_IDX_PROC, .val = CN_VAL_PROC }, .seq = seq, .len = sizeof(uint32_t) },
                 .op = op,
         };
         struct nl_msg *msg = nlmsg_alloc_simple(NLMSG_DONE, 0);
@@ -269,7 +276,9 @@ int proc_events_open(size_t rcvbuf_bytes, int fd, ProcEvents **ret) {
         if (setsockopt(sfd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0 && fd < 0)
                 (void) setsockopt(sfd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
 
-        r = send_mcast_op(pe->sk, PROC_CN_MCAST_LISTEN);
+        /* A seq of our own: acks go to every listener of the group. */
+        pe->listen_seq = ((uint32_t) getpid() << 8) ^ (uint32_t) now_usec(CLOCK_MONOTONIC);
+        r = send_mcast_op(pe->sk, PROC_CN_MCAST_LISTEN, pe->listen_seq);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(pe);
@@ -283,7 +292,7 @@ ProcEvents *proc_events_free(ProcEvents *pe) {
         sd_event_source_disable_unref(pe->defer);
         if (pe->sk) {
                 /* Lets the kernel stop building events when nobody else listens. */
-                (void) send_mcast_op(pe->sk, PROC_CN_MCAST_IGNORE);
+                (void) send_mcast_op(pe->sk, PROC_CN_MCAST_IGNORE, 0);
                 nl_socket_free(pe->sk);
         }
         free(pe);
@@ -393,17 +402,25 @@ int proc_events_drain(ProcEvents *pe, unsigned max_datagrams) {
 
 typedef struct SelfTest {
         pid_t child;
+        uint32_t listen_seq;
         bool seen;
+        int refused;            /* our LISTEN's ack said this error */
 } SelfTest;
 
 static void self_test_event(const ProcEvent *ev, void *userdata) {
         SelfTest *t = userdata;
         if ((ev->type == PROC_EV_FORK || ev->type == PROC_EV_EXIT) && ev->pid == t->child)
                 t->seen = true;
+        /* Before 6.6 the request itself wants CAP_NET_ADMIN
+         * (cn_proc_mcast_ctl(): __netlink_ns_capable() of the sender), also
+         * on a socket the service manager joined to the group: the events
+         * that arrive then are another listener's, and stop with it. */
+        if (ev->type == PROC_EV_ACK && ev->ack_seq == t->listen_seq && ev->ack_ack == 1 && ev->ack_error != 0)
+                t->refused = (int) ev->ack_error;
 }
 
 int proc_events_self_test(ProcEvents *pe, uint64_t timeout_usec) {
-        SelfTest t = {};
+        SelfTest t = { .listen_seq = pe->listen_seq };
         int r = 0;
 
         t.child = fork();
@@ -414,7 +431,11 @@ int proc_events_self_test(ProcEvents *pe, uint64_t timeout_usec) {
         (void) waitpid(t.child, NULL, 0);
 
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
-        while (!t.seen) {
+        while (!t.seen || t.refused) {
+                if (t.refused) {
+                        r = -t.refused;
+                        break;
+                }
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
                 if (now >= deadline) {
                         r = -ETIMEDOUT;

@@ -10,8 +10,9 @@
 #   pidns:     the real /proc of a new PID namespace, where the kernel takes
 #              the connector's LISTEN and then sends nothing -> polling,
 #              said once, and a process started later is in the model
-#              (SIGUSR1 dump). On 6.18 dropping CAP_NET_ADMIN does not make
-#              the connector unavailable: unprivileged listeners are allowed;
+#              (SIGUSR1 dump). Run as root: where the connector lets only
+#              CAP_NET_ADMIN join its group (before 6.6, and 6.18.44 as
+#              built here) dropping it would end at bind() already;
 #   pid reuse: in that namespace, a process a policy matched exits and
 #              another takes its pid (ns_last_pid) within one tick: the model
 #              holds the new one with its own start time and verdict.

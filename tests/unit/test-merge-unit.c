@@ -184,20 +184,29 @@ static void test_ledger(void **state) {
                 { .pid = 23, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
                 { .pid = 23, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_REFUSED, .error = EBUSY },
                 { .pid = 23, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_ALREADY },
+                /* Method=none now: "not touched", still merging */
+                { .pid = 24, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT },
+                { .pid = 24, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_SKIPPED },
+                /* an earlier incarnation of pid 25 gone: the entry is the later one's */
+                { .pid = 25, .start_time_ticks = 9, .action = MERGE_ACTION_ENABLE, .kind = MERGE_OUTCOME_DONE,
+                  .used = MERGE_METHOD_INJECT },
+                { .pid = 25, .start_time_ticks = 8, .action = MERGE_ACTION_DISABLE, .kind = MERGE_OUTCOME_GONE },
         };
         MergeReport r3 = { .outcomes = off, .n = ELEMENTSOF(off) };
         assert_int_equal(merge_ledger_update(&l, &r3), 1);
-        assert_int_equal(l.n, 3);
+        assert_int_equal(l.n, 5);
         assert_int_equal(l.entries[0].pid, 20);
         assert_int_equal(l.entries[1].pid, 21);
         assert_int_equal(l.entries[2].pid, 23);
+        assert_int_equal(l.entries[3].pid, 24);
+        assert_int_equal(l.entries[4].pid, 25);
         /* the stop's deadline already passed: nothing tried, all kept */
         _Atomic uint64_t past = 1;
         MergeContext late = { .give_up_usec = &past };
         MergeReport none = {};
         assert_int_equal(merge_ledger_unmerge(&late, &l, &none), 0);
         assert_int_equal(none.n, 0);
-        assert_int_equal(l.n, 3);
+        assert_int_equal(l.n, 5);
         merge_ledger_done(&l);
 }
 

@@ -92,6 +92,19 @@ static void test_decode_each_type(void **state) {
         m = make(PROC_EVENT_NONE); /* the ack of our LISTEN */
         assert_int_equal(proc_event_decode(&m.cn, sizeof m.cn + sizeof m.ev, &ev), 0);
         assert_int_equal(ev.type, PROC_EV_ACK);
+        assert_int_equal(ev.ack_error, 0);
+
+        /* refused (before 6.6 without CAP_NET_ADMIN): cn_proc_ack() echoes
+         * the request's seq, its ack + 1, and the error */
+        m = make(PROC_EVENT_NONE);
+        m.cn.seq = 4242;
+        m.cn.ack = 1;
+        m.ev.event_data.ack.err = EPERM;
+        assert_int_equal(proc_event_decode(&m.cn, sizeof m.cn + sizeof m.ev, &ev), 0);
+        assert_int_equal(ev.type, PROC_EV_ACK);
+        assert_int_equal(ev.ack_seq, 4242);
+        assert_int_equal(ev.ack_ack, 1);
+        assert_int_equal(ev.ack_error, EPERM);
 }
 
 static void test_decode_hostile(void **state) {
