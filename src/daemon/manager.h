@@ -86,6 +86,7 @@ typedef struct Manager {
         ManagerJournalEntry journal[MANAGER_JOURNAL_MAX];
         size_t n_journal;
         bool journal_dirty;
+        int journal_write_error;        /* the last failed write's, said once; 0 since one succeeded */
         char *journal_path;             /* resolved at start: a reload's RuntimeDirectory= does not move it */
         struct InjectorClient *injector; /* the ptrace-holding process (injector.h); NULL: none */
 } Manager;
