@@ -32,8 +32,10 @@ int state_file_parse_lines(const char *text, const char *name, StateLineParse pa
  * removed when there is nothing to keep (NULL or ""; none there is fine). */
 int write_state_file(const char *path, const char *text, unsigned mode);
 /* The same, root's alone (0600), with a warning naming path and what it
- * is for when it fails; text NULL is ENOMEM (it could not be made). */
-int write_state_file_logged(const char *path, const char *text, const char *what);
+ * is for when it fails; text NULL is ENOMEM (it could not be made). With
+ * last_error (0 at first), for a file written again until it succeeds: the
+ * warning once per errno, and a notice when it is written again. */
+int write_state_file_logged(const char *path, const char *text, const char *what, int *last_error);
 /* The same without the fsync(2): atomic for readers (they see the old file
  * or the new one), not durable across a crash. For a file rewritten every
  * tick (the metrics), where a flush a second on a disk costs a journal

@@ -855,7 +855,7 @@ static void restore_persist(const MergeRestoreBook *b) {
                 return;
         _cleanup_free_ char *text = merge_restore_book_format(b);
         (void) write_state_file_logged(b->path, text,
-                                       "what excluded processes had, for their readmission after a restart");
+                                       "what excluded processes had, for their readmission after a restart", NULL);
 }
 
 /* A state file an earlier instance wrote (the restore book, the ledger):
@@ -1245,7 +1245,7 @@ static void ledger_persist(const MergeLedger *l) {
                 return;
         _cleanup_free_ char *text = merge_ledger_format(l);
         (void) write_state_file_logged(l->path, text,
-                                       "what this daemon switched on, for UnmergeOnExit= after a restart");
+                                       "what this daemon switched on, for UnmergeOnExit= after a restart", NULL);
 }
 
 int merge_ledger_load(MergeLedger *l, const char *path, const Root *root) {

@@ -761,10 +761,6 @@ void discovery_set_events_fd(Discovery *d, int fd) {
 int discovery_start(Discovery *d) {
         int r = 0;
 
-        if (d->opts.force_polling || !isempty(d->root->prefix))
-                /* A joined socket left unread would fill with every event
-                 * another listener asks for. */
-                d->events_fd = safe_close(d->events_fd);
         if (d->opts.force_polling)
                 set_polling(d, "polling requested");
         else if (!isempty(d->root->prefix))
@@ -772,6 +768,9 @@ int discovery_start(Discovery *d) {
                 set_polling(d, "proc and sys are read below %s", d->root->prefix);
         else
                 r = start_events(d);
+        /* A passed socket start_events() did not take: left open unread, it
+         * would fill with every event another listener asks for. */
+        d->events_fd = safe_close(d->events_fd);
         if (r < 0)
                 return r;
         return discovery_scan(d);

@@ -100,20 +100,10 @@ static void journal_write(Manager *m) {
                 log_oom();
                 return;
         }
-        /* Tried again at every tick while it fails (a full /run): said
-         * once per errno, and once more when it is written again. */
-        int r = write_state_file(m->journal_path, text, 0600);
-        if (r < 0) {
-                if (m->journal_write_error != r)
-                        log_warning_errno(r, "Cannot write %s (the exclusions, for an instance started after this "
-                                             "one): %m; trying again at every tick.", m->journal_path);
-                m->journal_write_error = r;
-                return;
-        }
-        if (m->journal_write_error != 0)
-                log_notice("Wrote %s again.", m->journal_path);
-        m->journal_write_error = 0;
-        m->journal_dirty = false;
+        /* Tried again at every tick while it fails (a full /run). */
+        if (write_state_file_logged(m->journal_path, text, "the exclusions, for an instance started after this one",
+                                    &m->journal_write_error) >= 0)
+                m->journal_dirty = false;
 }
 
 /* Discovery owns the process's merge state again: its policy decides. */

@@ -166,10 +166,15 @@ int write_state_file(const char *path, const char *text, unsigned mode) {
         return write_file_atomic(path, text, strlen(text), mode);
 }
 
-int write_state_file_logged(const char *path, const char *text, const char *what) {
+int write_state_file_logged(const char *path, const char *text, const char *what, int *last_error) {
         int r = text ? write_state_file(path, text, 0600) : -ENOMEM;
-        if (r < 0)
-                log_warning_errno(r, "Cannot write %s (%s): %m", path, what);
+        if (r < 0 && (!last_error || *last_error != r))
+                log_warning_errno(r, "Cannot write %s (%s): %m%s", path, what,
+                                  last_error ? "; said once until it is written again" : "");
+        else if (r >= 0 && last_error && *last_error != 0)
+                log_notice("Wrote %s again.", path);
+        if (last_error)
+                *last_error = MIN(r, 0);
         return r;
 }
 
