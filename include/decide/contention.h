@@ -54,7 +54,9 @@ int tracefs_parse_line(const char *line, size_t len, TraceEvent *ret);
 /* What one sampled window of mmap_lock events showed, per mm. */
 typedef struct LockHolder {
         uint64_t mm;
-        int tgid;                       /* of a writer seen acquiring or releasing it, -1 none */
+        int tgid;                       /* of a writer seen acquiring or releasing it, -1 none;
+                                         * the trace's hint until the daemon confirms it */
+        int tid;                        /* that writer's task (the trace's pid column) */
         uint64_t memcg_id;
         char comm[TASK_COMM_SIZE];
         uint64_t write_locks;

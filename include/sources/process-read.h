@@ -30,3 +30,11 @@ int process_read_identity(int pid_dirfd, bool privilege, ProcessIdentity *ret);
  * mm: its stat (start time against pid reuse, comm) and ksm_merging_pages
  * (lock-free, unlike ksm_stat; UINT64_MAX when unreadable). -ESRCH. */
 int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *ret_merging_pages);
+
+/* The process a trace event's task belongs to, read from /proc/TID/status.
+ * A trace prints the tgid it saved for that pid number, and saves it only
+ * at the task's next context switch after an event: until then, and once
+ * pid numbers have wrapped, it is a former task's (seen in CI: a ksm_enter
+ * of pid 3788 printed as tgid 3785, an awk that had exited). So the trace's
+ * tgid is a hint, never an identity. -ESRCH when the task is gone. */
+int process_read_task_tgid(const Root *root, int tid, int *ret_tgid);

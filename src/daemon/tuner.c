@@ -234,13 +234,25 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                 t->enter_last_usec = now;
                 bool logged = log_get_max_level() >= LOG_DEBUG && enter_log_allowed(t, now);
                 bool woke = enter_wake(t, now);
-                /* The trace's comm cache may say "<...>"; the process, if it
-                 * is still there, knows better (comm never takes the mmap
-                 * lock). Read for the events that count, not for every one
-                 * of a storm. */
-                if (logged || woke) {
+                /* The trace's tgid and comm are hints, often a former
+                 * task's (process_read_task_tgid); the task, if it is still
+                 * there, knows better (neither read takes the mmap lock).
+                 * Asked for the events that count and where the hint names
+                 * another process, not for every one of a storm. For a task
+                 * gone before it could be asked the hint stands: a thread
+                 * that entered its process in KSM and exited is common, and
+                 * what hangs on this pid is a log line and a contender's
+                 * age, never an action (confirm_holders is stricter). */
+                if (logged || woke || (e->tgid > 0 && e->tgid != e->pid)) {
                         _cleanup_close_ int dfd = -EBADF;
                         _cleanup_free_ char *c = NULL;
+                        int tgid;
+                        if (process_read_task_tgid(t->root, e->pid, &tgid) >= 0) {
+                                if (logged && tgid != pid)
+                                        log_debug("ksm_enter: the trace said pid %d for task %d, which belongs to pid %d",
+                                                  pid, e->pid, tgid);
+                                pid = tgid;
+                        }
                         if (root_open_pid_dir(t->root, pid, &dfd) >= 0 && read_one_line_at(dfd, "comm", &c) >= 0)
                                 strscpy(comm, sizeof comm, c);
                 }
@@ -320,6 +332,30 @@ static void on_window_event(const TraceEvent *e, void *userdata) {
         contention_window_add(&t->window, e);
 }
 
+/* The process to blame for each mm's write locks, from the writer task's
+ * own /proc entry: the trace's tgid is a hint that may name a former task
+ * of that pid number (process_read_task_tgid), and blaming it would exclude
+ * an innocent process. A writer gone before the window ended is trusted
+ * only where the hint names the task itself, its process's main thread. */
+static void confirm_holders(ContentionWindow *w, const Root *root) {
+        for (size_t i = 0; i < w->n_holders; i++) {
+                LockHolder *h = &w->holders[i];
+                int tgid;
+                if (h->tid <= 0 || h->tgid <= 0)
+                        continue;
+                if (process_read_task_tgid(root, h->tid, &tgid) >= 0) {
+                        if (tgid != h->tgid)
+                                log_debug("contention window: writer task %d belongs to pid %d, not pid %d as the "
+                                          "trace said", h->tid, tgid, h->tgid);
+                        h->tgid = tgid;
+                } else if (h->tgid != h->tid) {
+                        log_debug("contention window: writer task %d is gone, and the trace's pid %d for it cannot "
+                                  "be confirmed; not blaming it", h->tid, h->tgid);
+                        h->tgid = -1;
+                }
+        }
+}
+
 static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         Tuner *t = userdata;
         uint64_t now = now_usec(CLOCK_MONOTONIC), scanned = 0;
@@ -350,6 +386,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 scanned -= t->window_scanned_before;
         else
                 scanned = 0;
+        confirm_holders(&t->window, t->root);
         model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
         for (size_t i = 0; i < t->model.n_contenders; i++) {
                 ModelContender *x = &t->model.contenders[i];

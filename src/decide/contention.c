@@ -398,8 +398,10 @@ static void window_add_khugepaged(ContentionWindow *w, const TraceEvent *e) {
 /* The mm's writer, from the first of its write locks the window saw,
  * acquired or released: the process to blame for ksmd's waits on it. */
 static void holder_note_writer(LockHolder *h, const TraceEvent *e) {
-        if (h->tgid < 0)
+        if (h->tgid < 0) {
                 h->tgid = e->tgid >= 0 ? e->tgid : e->pid;
+                h->tid = e->pid;
+        }
         if (!h->comm[0] || streq(h->comm, "<...>"))
                 strscpy(h->comm, sizeof h->comm, e->comm);
         if (e->memcg_id != 0)

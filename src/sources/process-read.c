@@ -256,3 +256,22 @@ int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *
                 *ret_merging_pages = UINT64_MAX;
         return 0;
 }
+
+int process_read_task_tgid(const Root *root, int tid, int *ret_tgid) {
+        _cleanup_close_ int dfd = -EBADF;
+        ProcStatus ps;
+        int r;
+
+        if (tid <= 0)
+                return -ESRCH;
+        r = root_open_pid_dir(root, tid, &dfd);
+        if (r < 0)
+                return r;
+        r = procfs_read_status(dfd, &ps);
+        if (r < 0)
+                return r;
+        if (ps.tgid <= 0)
+                return -EBADMSG;
+        *ret_tgid = ps.tgid;
+        return 0;
+}
