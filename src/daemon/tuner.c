@@ -343,6 +343,9 @@ static void confirm_holders(ContentionWindow *w, const Root *root) {
                 int tgid;
                 if (h->tid <= 0 || h->tgid <= 0)
                         continue;
+                /* one that ksmd never met is blamed for nothing: not read */
+                if (h->ksmd_waits == 0 && h->ksmd_trylock_failures == 0 && h->ksmd_wait_nsec + h->ksmd_work_nsec == 0)
+                        continue;
                 if (process_read_task_tgid(root, h->tid, &tgid) >= 0) {
                         if (tgid != h->tgid)
                                 log_debug("contention window: writer task %d belongs to pid %d, not pid %d as the "
