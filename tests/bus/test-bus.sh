@@ -343,8 +343,8 @@ out=$(as_nobody "$KSMCTL" list --all) || fail "ksmctl list as nobody"
 ! grep -q "^$wl_pid " <<<"$out" || fail "nobody's ksmctl list shows root's workload: $out"
 grep -q "^Only your own processes are listed" <<<"$out" || fail "nobody's ksmctl list does not say why: $out"
 out=$("$KSMCTL" list) || fail "ksmctl list"
-# WHERE: the unit when the cgroup names one (init.scope where the test runs
-# in a host's init scope), else the cgroup path.
+# WHERE: the unit when the cgroup names one (a runner in a session or init
+# scope), else the cgroup path.
 grep -q "^$wl_pid  *ksm-workload  *0 B  *0 B merge  *none  *no  [^ ][^ ]* $tmp/policy.d/50-test.policy:2$" <<<"$out" ||
         fail "ksmctl list line for the workload: $out"
 grep -q "^PID  *COMM  *MERGED  *PROFIT  *VERDICT  *METHOD  *ON  *WHERE  *POLICY$" <<<"$out" || fail "list header: $out"

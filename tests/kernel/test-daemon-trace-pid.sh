@@ -18,9 +18,10 @@ set -u
 
 tmp=$(mktemp -d)
 daemon_pid=
+alive=          # this round's helpers; cleared once reaped, as the pid numbers are reused on purpose
 cleanup() {
         # the helpers sleep until killed: kill them before the wait
-        kill -KILL $daemon_pid $KSM_GUARD_PIDS 2>/dev/null
+        kill -KILL $daemon_pid $alive 2>/dev/null
         wait 2>/dev/null
         rm -rf "$tmp"
 }
@@ -81,7 +82,7 @@ rounds=0
 for round in 1 2 3; do
         python3 -c "$former" > "$tmp/former.$round" &
         a=$!
-        ksm_guard_track "$a"
+        alive=$a
         for _ in $(seq 100); do grep -q '^tid' "$tmp/former.$round" 2>/dev/null && break; sleep 0.05; done
         n=$(awk '/^tid/ {print $2}' "$tmp/former.$round")
         [ -n "$n" ] || fail "process A did not start its thread"
@@ -97,10 +98,10 @@ for round in 1 2 3; do
         done
         if [ -z "$v" ]; then
                 echo "note: round $round: pid $n was taken before the victim could have it"
-                kill -KILL "$a"; wait "$a" 2>/dev/null
+                kill -KILL "$a"; wait "$a" 2>/dev/null; alive=
                 continue
         fi
-        ksm_guard_track "$v"
+        alive="$a $v"
         rounds=$((rounds + 1))
         line=
         for _ in $(seq 100); do
@@ -114,10 +115,14 @@ for round in 1 2 3; do
         *) fail "round $round: the victim, pid $v, was logged as: $line (A is pid $a)" ;;
         esac
         grep -q "the trace said pid $a for task $v, which belongs to pid $v" "$tmp/log" && stale=$((stale + 1))
-        kill -KILL "$v" "$a"; wait "$v" "$a" 2>/dev/null
+        kill -KILL "$v" "$a"; wait "$v" "$a" 2>/dev/null; alive=
 done
 [ "$rounds" -gt 0 ] || { echo "SKIP: pid numbers could not be steered (another process forked first each time)" >&2; exit 77; }
 echo "victim named by its own pid in $rounds rounds; the trace's hint named process A in $stale of them"
+# A run where the kernel had saved the victim's own tgid each time (a
+# context switch between its start and its madvise, with any event pending
+# on that CPU) did not test the case: not a pass.
+[ "$stale" -gt 0 ] || { echo "SKIP: the trace named the victim correctly in every round; the stale case did not occur" >&2; exit 77; }
 
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
