@@ -345,7 +345,7 @@ grep -q "^Only your own processes are listed" <<<"$out" || fail "nobody's ksmctl
 out=$("$KSMCTL" list) || fail "ksmctl list"
 # WHERE: the unit when the cgroup names one (a runner in a session or init
 # scope), else the cgroup path.
-grep -q "^$wl_pid  *ksm-workload  *0 B  *0 B merge  *none  *no  [^ ][^ ]* $tmp/policy.d/50-test.policy:2$" <<<"$out" ||
+grep -q "^$wl_pid  *ksm-workload  *0 B  *0 B merge  *none  *no  [^ ][^ ]*  *$tmp/policy.d/50-test.policy:2$" <<<"$out" ||
         fail "ksmctl list line for the workload: $out"
 grep -q "^PID  *COMM  *MERGED  *PROFIT  *VERDICT  *METHOD  *ON  *WHERE  *POLICY$" <<<"$out" || fail "list header: $out"
 grep -q "^[0-9]* of [0-9]* processes shown (--all for every one); .* merging in all.$" <<<"$out" || fail "list footer: $out"
