@@ -431,11 +431,7 @@ int proc_events_self_test(ProcEvents *pe, uint64_t timeout_usec) {
         (void) waitpid(t.child, NULL, 0);
 
         uint64_t deadline = now_usec(CLOCK_MONOTONIC) + timeout_usec;
-        while (!t.seen || t.refused) {
-                if (t.refused) {
-                        r = -t.refused;
-                        break;
-                }
+        while (!t.seen && !t.refused) {
                 uint64_t now = now_usec(CLOCK_MONOTONIC);
                 if (now >= deadline) {
                         r = -ETIMEDOUT;
@@ -460,7 +456,8 @@ int proc_events_self_test(ProcEvents *pe, uint64_t timeout_usec) {
                         free(buf);
                 }
         }
-        return r;
+        /* a refusal wins over events that arrived for another listener */
+        return t.refused ? -t.refused : r;
 }
 
 static void drain_now(ProcEvents *pe) {
