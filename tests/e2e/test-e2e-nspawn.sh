@@ -35,6 +35,7 @@ DEB_DIR=$E2E_DIR/deb
 mkdir -p "$E2E_DIR"
 
 . "$SOURCE_ROOT/tests/lib/debian-tree.sh"
+. "$SOURCE_ROOT/tests/lib/own-cgroups.sh"
 # procps for pgrep, passwd for useradd, and the libraries the installed
 # binaries need (the tree is rebuilt when that list changes).
 PACKAGES="systemd,systemd-sysv,dbus,procps,passwd,$(debian_lib_packages "$KSMTUNED2" "$KSMCTL")"
@@ -71,6 +72,7 @@ cleanup() {
                 kill -KILL "$nspawn_pid" 2>/dev/null
                 wait "$nspawn_pid" 2>/dev/null
         fi
+        own_cgroups_remove
         rm -rf "$RUN"
 }
 fail() {
@@ -115,8 +117,17 @@ cp /bin/sleep "$RUN/root/usr/local/bin/ksme2e-filtered"
 # with it ksmtuned2-seccomp-reader@.service could never read one, as it must
 # on a host. The units' own SystemCallFilter= still apply inside.
 t_boot0=$(date +%s)
-SYSTEMD_SECCOMP=0 systemd-nspawn -D "$RUN/root" --register=no --keep-unit -b --machine="ksmtuned2-e2e-$$" \
-        --bind=/sys/kernel/mm/ksm </dev/null >"$RUN/console.log" 2>&1 &
+# --keep-unit: nspawn makes "payload" and "supervisor" below its own cgroup
+# and the container's systemd its units below payload; in a cgroup of the
+# test's own (tests/lib/own-cgroups.sh), not the runner's or the root's,
+# where they stayed behind.
+cg_pid1=$(cat /proc/1/cgroup)
+own_cgroups_make "ksmtuned2-e2e-$$" || fail "cannot make a cgroup for the container"
+(
+        own_cgroups_enter || exit 1
+        SYSTEMD_SECCOMP=0 exec systemd-nspawn -D "$RUN/root" --register=no --keep-unit -b \
+                --machine="ksmtuned2-e2e-$$" --bind=/sys/kernel/mm/ksm
+) </dev/null >"$RUN/console.log" 2>&1 &
 nspawn_pid=$!
 for _ in $(seq 300); do
         leader=$(ps --ppid "$nspawn_pid" -o pid= 2>/dev/null | head -1 | tr -d ' ')
@@ -594,6 +605,18 @@ for f in /etc/ksmtuned2 /run/ksmtuned2 /lib/systemd/system/ksmtuned2.service /us
 done
 inside dpkg-query -W -f='${Status}' ksmtuned2 2>/dev/null | grep -q ' installed$' && fail "ksmtuned2 still installed"
 echo "purge ($((t_purge - t_purge0)) s): stopped, knobs restored, nothing left"
+# 12. The container stops and leaves no cgroup behind: what nspawn and the
+# container's systemd made is below the test's own cgroup, and goes with it.
+inside systemctl poweroff --no-block >/dev/null 2>&1
+for _ in $(seq 300); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$nspawn_pid" 2>/dev/null && fail "the container did not power off in 30 s"
+wait "$nspawn_pid" 2>/dev/null
+nspawn_pid= leader=
+own_cgroups_remove
+left=$(own_cgroups_leftover)
+[ -z "$left" ] || fail "cgroups left behind: $left"
+[ "$(cat /proc/1/cgroup)" = "$cg_pid1" ] || fail "PID 1 changed cgroups: $(tr '\n' ' ' < /proc/1/cgroup)"
+echo "stopped: no cgroup left, PID 1 where it was"
 t_end=$(date +%s)
 echo "durations: tree and packages $((t_tree - t_start)) s, boot $((t_boot - t_boot0)) s, lock wait $((t_lock - t_lock0)) s," \
      "dpkg -i $((t_inst - t_inst0)) s, upgrade $((t_up - t_up0)) s, purge $((t_purge - t_purge0)) s, whole test $((t_end - t_start)) s"

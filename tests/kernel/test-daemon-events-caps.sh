@@ -40,50 +40,9 @@ tmp=$(mktemp -d)
 pid= probe=
 forker=
 manager=
-# systemd moves every process of its own cgroup into <that cgroup>/init.scope
-# as it starts (manager_setup_cgroup), in every hierarchy, user manager or
-# not. Started from the test's cgroup it would move the test runner and its
-# parents, from a root cgroup every process of the host; so it starts in a
-# cgroup of its own, and everything named after it goes at the end.
-cg_name=ksmtuned2-test-$$
-cg_made=()
-cgroup_mounts() { findmnt -n -t cgroup,cgroup2 -o TARGET,FSTYPE,OPTIONS; }
-# Makes $cg_name below this process's cgroup in each hierarchy; 1 when one
-# cannot be made (read-only cgroupfs).
-make_own_cgroups() {
-        local ctrls path t d
-        while IFS=: read -r _ ctrls path; do
-                if [ -z "$ctrls" ]; then
-                        t=$(cgroup_mounts | awk '$2 == "cgroup2" { print $1; exit }')
-                else
-                        t=$(cgroup_mounts | awk -v c="$ctrls" '$2 == "cgroup" {
-                                n = split($3, o, ","); m = split(c, w, ","); ok = 1
-                                for (i = 1; i <= m; i++) { f = 0; for (j = 1; j <= n; j++) if (o[j] == w[i]) f = 1; if (!f) ok = 0 }
-                                if (ok) { print $1; exit } }')
-                fi
-                [ -n "$t" ] || continue
-                d=$t${path%/}/$cg_name
-                mkdir "$d" 2>/dev/null || return 1
-                cg_made+=("$d")
-                # a v1 cpuset takes no task before it has CPUs and nodes (ENOSPC)
-                for f in cpuset.cpus cpuset.mems; do
-                        if [ -e "$d/$f" ] && [ -z "$(cat "$d/$f")" ]; then cat "${d%/*}/$f" > "$d/$f"; fi
-                done
-        done < /proc/self/cgroup
-        return 0
-}
-# Removes every cgroup named after $cg_name in any hierarchy (systemd makes
-# init.scope and its units' below, and in a hybrid layout also at the same
-# path from other hierarchies' roots), killing what is left in them.
-remove_own_cgroups() {
-        local t d
-        for t in $(cgroup_mounts | awk '{ print $1 }'); do
-                for d in $(find "$t" -depth -type d -path "*/$cg_name*" 2>/dev/null); do
-                        xargs -r kill -KILL < "$d/cgroup.procs" 2>/dev/null
-                        for _ in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
-                done
-        done
-}
+# systemd moves every process of its own cgroup as it starts: it starts in
+# a cgroup of its own (tests/lib/own-cgroups.sh).
+. "$SOURCE_ROOT/tests/lib/own-cgroups.sh"
 stop_manager() {
         [ -n "$manager" ] || return 0
         kill -TERM $manager 2>/dev/null
@@ -92,7 +51,7 @@ stop_manager() {
         wait $manager 2>/dev/null
         manager=
 }
-trap 'stop_manager; remove_own_cgroups; [ -n "$pid" ] && kill -KILL $pid 2>/dev/null; [ -n "$probe" ] && kill -KILL $probe 2>/dev/null; [ -n "$forker" ] && pkill -KILL -s $forker 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'stop_manager; own_cgroups_remove; [ -n "$pid" ] && kill -KILL $pid 2>/dev/null; [ -n "$probe" ] && kill -KILL $probe 2>/dev/null; [ -n "$forker" ] && pkill -KILL -s $forker 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; grep -v "leave-alone: no policy" "$tmp/log" | tail -30 >&2; exit 1; }
 
 unit=$SOURCE_ROOT/systemd/ksmtuned2.service.in
@@ -266,13 +225,13 @@ UNIT
 printf '[Unit]\nDescription=nothing (test-daemon-events-caps.sh)\n' > "$units/ksmt2-nothing.target"
 mkdir -p /run/systemd && mount -t tmpfs -o mode=0755 tmpfs /run/systemd && mkdir /run/systemd/system ||
         fail "cannot make a private /run/systemd/system"
-if ! make_own_cgroups; then
+if ! own_cgroups_make "ksmtuned2-test-$$"; then
         echo "note: cannot make a cgroup for the service manager here: the real ListenNetlink= is not tried"
         exit 0
 fi
 before=$(cat /proc/1/cgroup /proc/$$/cgroup)
 (
-        for d in "${cg_made[@]}"; do echo $BASHPID > "$d/cgroup.procs" || exit 1; done
+        own_cgroups_enter || exit 1
         exec env XDG_RUNTIME_DIR="$sd/run" XDG_CONFIG_HOME="$sd/cfg" "$systemd" --user --unit=ksmt2-nothing.target \
                 --log-target=console
 ) > "$tmp/manager.log" 2>&1 &
@@ -329,9 +288,9 @@ if virt=$(systemd-detect-virt --container 2>/dev/null); then
 fi
 passed_socket_works
 stop_manager
-remove_own_cgroups
+own_cgroups_remove
 [ "$(cat /proc/1/cgroup /proc/$$/cgroup)" = "$before" ] ||
         fail "the service manager moved processes out of their cgroups: $(cat /proc/$$/cgroup | tr '\n' ' ')"
-leftover=$(for t in $(cgroup_mounts | awk '{ print $1 }'); do find "$t" -type d -path "*/$cg_name*"; done)
+leftover=$(own_cgroups_leftover)
 [ -z "$leftover" ] || fail "cgroups left behind: $leftover"
 echo "ok: the service manager ran in a cgroup of its own, moved nothing else and left no cgroup behind"
