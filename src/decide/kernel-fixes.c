@@ -139,8 +139,10 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
         k->khugepaged_wait_nsec += w->khugepaged_wait_nsec;
         for (size_t i = 0; i < w->n_holders; i++) {
                 const LockHolder *h = &w->holders[i];
-                /* a wait behind a lock some other task held for writing */
-                if (h->tgid > 0 && h->write_locks > 0) {
+                /* a wait behind a lock some other task held for writing;
+                 * whose it was does not matter here: a writer that could
+                 * not be confirmed (tgid -1, confirm_holders) still held it */
+                if ((h->tgid > 0 || h->tid > 0) && h->write_locks > 0) {
                         k->ksmd_contended_waits += h->ksmd_waits;
                         k->ksmd_contended_wait_nsec += h->ksmd_wait_nsec;
                 }

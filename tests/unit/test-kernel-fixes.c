@@ -115,6 +115,24 @@ static void test_trylock_evidence(void **state) {
         assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_NO);
         assert_int_equal(k.ksmd_contended_waits, KERNEL_FIX_TRYLOCK_NO_WAITS);
 
+        /* the same waits where the daemon could not confirm whose the
+         * writer was (gone, its trace pid a stale hint: tgid -1, not
+         * blamed) still tell the kernel's lock: they count */
+        kernel_fixes_init(&k);
+        k.fix[KERNEL_FIX_PER_VMA].state = FIX_NO;
+        for (unsigned i = 0; i < KERNEL_FIX_TRYLOCK_NO_WAITS; i++) {
+                contention_window_init(&w, 39);
+                contended_wait(&w, 1000000, 500);
+                for (size_t j = 0; j < w.n_holders; j++)
+                        if (w.holders[j].write_locks > 0) {
+                                assert_int_equal(w.holders[j].tid, 813);
+                                w.holders[j].tgid = -1;
+                        }
+                (void) kernel_fixes_note_window(&k, &w, 0, 0);
+        }
+        assert_int_equal(k.ksmd_contended_waits, KERNEL_FIX_TRYLOCK_NO_WAITS);
+        assert_int_equal(k.fix[KERNEL_FIX_TRYLOCK].state, FIX_NO);
+
         /* the same where the walk uses VMA locks (per-vma yes): ksmd's
          * scan still blocks there, the trylock is only a fallback, so the
          * waits say nothing about it */
