@@ -82,7 +82,11 @@ struct Tracer {
  * are armed only during the windows that need them (every page fault pays
  * for an armed probe) and are removed at exit; those of a daemon that was
  * SIGKILLed are removed by the next one. Kernels without kprobe events
- * (CONFIG_KPROBE_EVENTS=n, as the test machine's 6.18) have none. */
+ * (CONFIG_KPROBE_EVENTS=n, as the test machine's 6.18) have none.
+ * Arming and disarming patches the text every page fault runs: under QEMU's
+ * multi-threaded TCG (7.2) a guest CPU went on running the removed int3 and
+ * the 6.12 guest panicked ("Oops: int3" at lock_vma_under_rcu+0x1); the
+ * test guests run single-threaded TCG (tests/vmkernel/run-in-guest.sh). */
 static const char *const vma_lock_symbols[TRACER_MAX_VMA_PROBES] = {
         "lock_vma_under_rcu",
         "vma_start_read_unlocked",
