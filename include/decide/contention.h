@@ -51,12 +51,19 @@ typedef struct TraceEvent {
  * input (the fuzz target feeds it garbage). */
 int tracefs_parse_line(const char *line, size_t len, TraceEvent *ret);
 
+#define LOCK_HOLDER_MAX_TIDS 4
+
 /* What one sampled window of mmap_lock events showed, per mm. */
 typedef struct LockHolder {
         uint64_t mm;
         int tgid;                       /* of a writer seen acquiring or releasing it, -1 none;
                                          * the trace's hint until the daemon confirms it */
-        int tid;                        /* that writer's task (the trace's pid column) */
+        /* The writer tasks (the trace's pid column), the first that tgid is
+         * the hint of first: any one still running tells the process, and
+         * a short-lived first writer (a thread gone before the window
+         * ends) must not hide the others. Up to LOCK_HOLDER_MAX_TIDS. */
+        int tids[LOCK_HOLDER_MAX_TIDS];
+        unsigned n_tids;
         uint64_t memcg_id;
         char comm[TASK_COMM_SIZE];
         uint64_t write_locks;

@@ -36,5 +36,8 @@ int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *
  * at the task's next context switch after an event: until then, and once
  * pid numbers have wrapped, it is a former task's (seen in CI: a ksm_enter
  * of pid 3788 printed as tgid 3785, an awk that had exited). So the trace's
- * tgid is a hint, never an identity. -ESRCH when the task is gone. */
-int process_read_task_tgid(const Root *root, int tid, int *ret_tgid);
+ * tgid is a hint, never an identity. -ESRCH when the task is gone;
+ * -ESTALE when started_by_usec (CLOCK_BOOTTIME; UINT64_MAX: any) is given
+ * and the task started after it: the event's task exited and its number
+ * was reused, so the number names another task now. */
+int process_read_task_tgid(const Root *root, int tid, uint64_t started_by_usec, int *ret_tgid);

@@ -247,7 +247,7 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                         _cleanup_close_ int dfd = -EBADF;
                         _cleanup_free_ char *c = NULL;
                         int tgid;
-                        if (process_read_task_tgid(t->root, e->pid, &tgid) >= 0) {
+                        if (process_read_task_tgid(t->root, e->pid, UINT64_MAX, &tgid) >= 0) {
                                 if (logged && tgid != pid)
                                         log_debug("ksm_enter: the trace said pid %d for task %d, which belongs to pid %d",
                                                   pid, e->pid, tgid);
@@ -332,28 +332,39 @@ static void on_window_event(const TraceEvent *e, void *userdata) {
         contention_window_add(&t->window, e);
 }
 
-/* The process to blame for each mm's write locks, from the writer task's
+/* The process to blame for each mm's write locks, from a writer task's
  * own /proc entry: the trace's tgid is a hint that may name a former task
  * of that pid number (process_read_task_tgid), and blaming it would exclude
- * an innocent process. A writer gone before the window ended is trusted
- * only where the hint names the task itself, its process's main thread. */
-static void confirm_holders(ContentionWindow *w, const Root *root) {
+ * an innocent process. Any writer task still running tells it (the tasks
+ * of one mm are one process's). When all are gone the hint is trusted only
+ * where it names one of them itself, its process's main thread; a task
+ * that started after the window began is not the writer (its number was
+ * reused: started_by_usec, CLOCK_BOOTTIME), and does not vouch for it. */
+static void confirm_holders(ContentionWindow *w, const Root *root, uint64_t started_by_usec) {
         for (size_t i = 0; i < w->n_holders; i++) {
                 LockHolder *h = &w->holders[i];
-                int tgid;
-                if (h->tid <= 0 || h->tgid <= 0)
+                bool confirmed = false, main_gone = false;
+                if (h->n_tids == 0 || h->tgid <= 0)
                         continue;
                 /* one that ksmd never met is blamed for nothing: not read */
                 if (h->ksmd_waits == 0 && h->ksmd_trylock_failures == 0 && h->ksmd_wait_nsec + h->ksmd_work_nsec == 0)
                         continue;
-                if (process_read_task_tgid(root, h->tid, &tgid) >= 0) {
-                        if (tgid != h->tgid)
-                                log_debug("contention window: writer task %d belongs to pid %d, not pid %d as the "
-                                          "trace said", h->tid, tgid, h->tgid);
-                        h->tgid = tgid;
-                } else if (h->tgid != h->tid) {
-                        log_debug("contention window: writer task %d is gone, and the trace's pid %d for it cannot "
-                                  "be confirmed; not blaming it", h->tid, h->tgid);
+                for (unsigned j = 0; j < h->n_tids && !confirmed; j++) {
+                        int tgid;
+                        int r = process_read_task_tgid(root, h->tids[j], started_by_usec, &tgid);
+                        if (r >= 0) {
+                                if (tgid != h->tgid)
+                                        log_debug("contention window: writer task %d belongs to pid %d, not pid %d "
+                                                  "as the trace said", h->tids[j], tgid, h->tgid);
+                                h->tgid = tgid;
+                                confirmed = true;
+                        } else if (r != -ESTALE && h->tids[j] == h->tgid)
+                                main_gone = true;
+                }
+                if (!confirmed && !main_gone) {
+                        log_debug("contention window: the %u writer task%s of pid %d (the trace's) are gone or their "
+                                  "numbers reused, and it cannot be confirmed; not blaming it",
+                                  h->n_tids, h->n_tids == 1 ? "" : "s", h->tgid);
                         h->tgid = -1;
                 }
         }
@@ -389,7 +400,9 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 scanned -= t->window_scanned_before;
         else
                 scanned = 0;
-        confirm_holders(&t->window, t->root);
+        /* the window's start on the clock /proc/PID/stat counts from */
+        uint64_t boot_now = now_usec(CLOCK_BOOTTIME), mono_now = now_usec(CLOCK_MONOTONIC);
+        confirm_holders(&t->window, t->root, boot_now - MIN(boot_now, mono_now - t->window_start_usec));
         model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
         for (size_t i = 0; i < t->model.n_contenders; i++) {
                 ModelContender *x = &t->model.contenders[i];

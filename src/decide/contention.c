@@ -396,12 +396,16 @@ static void window_add_khugepaged(ContentionWindow *w, const TraceEvent *e) {
 }
 
 /* The mm's writer, from the first of its write locks the window saw,
- * acquired or released: the process to blame for ksmd's waits on it. */
+ * acquired or released: the process to blame for ksmd's waits on it; and
+ * the first few writer tasks, to confirm it by. */
 static void holder_note_writer(LockHolder *h, const TraceEvent *e) {
-        if (h->tgid < 0) {
+        if (h->tgid < 0)
                 h->tgid = e->tgid >= 0 ? e->tgid : e->pid;
-                h->tid = e->pid;
-        }
+        bool known = false;
+        for (unsigned i = 0; i < h->n_tids && !known; i++)
+                known = h->tids[i] == e->pid;
+        if (!known && e->pid > 0 && h->n_tids < LOCK_HOLDER_MAX_TIDS)
+                h->tids[h->n_tids++] = e->pid;
         if (!h->comm[0] || streq(h->comm, "<...>"))
                 strscpy(h->comm, sizeof h->comm, e->comm);
         if (e->memcg_id != 0)

@@ -142,7 +142,7 @@ bool kernel_fixes_note_window(KernelFixes *k, const ContentionWindow *w, uint64_
                 /* a wait behind a lock some other task held for writing;
                  * whose it was does not matter here: a writer that could
                  * not be confirmed (tgid -1, confirm_holders) still held it */
-                if ((h->tgid > 0 || h->tid > 0) && h->write_locks > 0) {
+                if ((h->tgid > 0 || h->n_tids > 0) && h->write_locks > 0) {
                         k->ksmd_contended_waits += h->ksmd_waits;
                         k->ksmd_contended_wait_nsec += h->ksmd_wait_nsec;
                 }

@@ -257,7 +257,7 @@ int process_read_brief(const Root *root, int pid, ProcStat *ret_stat, uint64_t *
         return 0;
 }
 
-int process_read_task_tgid(const Root *root, int tid, int *ret_tgid) {
+int process_read_task_tgid(const Root *root, int tid, uint64_t started_by_usec, int *ret_tgid) {
         _cleanup_close_ int dfd = -EBADF;
         ProcStatus ps;
         int r;
@@ -267,6 +267,17 @@ int process_read_task_tgid(const Root *root, int tid, int *ret_tgid) {
         r = root_open_pid_dir(root, tid, &dfd);
         if (r < 0)
                 return r;
+        if (started_by_usec != UINT64_MAX) {
+                ProcStat st;
+                long hz = sysconf(_SC_CLK_TCK);
+                uint64_t tick = USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
+                r = procfs_read_stat(dfd, &st);
+                if (r < 0)
+                        return r;
+                /* started a tick or more after: the number's next task */
+                if (st.start_time_ticks * tick > started_by_usec + tick)
+                        return -ESTALE;
+        }
         r = procfs_read_status(dfd, &ps);
         if (r < 0)
                 return r;

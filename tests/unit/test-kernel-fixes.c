@@ -125,7 +125,8 @@ static void test_trylock_evidence(void **state) {
                 contended_wait(&w, 1000000, 500);
                 for (size_t j = 0; j < w.n_holders; j++)
                         if (w.holders[j].write_locks > 0) {
-                                assert_int_equal(w.holders[j].tid, 813);
+                                assert_int_equal(w.holders[j].n_tids, 1);
+                                assert_int_equal(w.holders[j].tids[0], 813);
                                 w.holders[j].tgid = -1;
                         }
                 (void) kernel_fixes_note_window(&k, &w, 0, 0);

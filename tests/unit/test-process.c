@@ -289,6 +289,42 @@ static void test_merging_enabled(void **state) {
         assert_int_equal(process_merging_enabled(&p), 1);
 }
 
+/* The process a trace's task belongs to: its own status, not the trace's
+ * hint; a task that started after the window began had its number reused. */
+static void test_task_tgid(void **state) {
+        FakeTree t;
+        _cleanup_(root_freep) Root *root = NULL;
+        long hz = sysconf(_SC_CLK_TCK);
+        uint64_t tick = USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
+        int tgid = 0;
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        /* task 4243, a thread of 4242, started at tick 5555 */
+        write_proc(&t, 4243, "worker", 0, 5555, "0::/\n");
+        fake_write(&t, "proc/4243/status", "Name:\tworker\nTgid:\t4242\nPid:\t4243\nUid:\t0\t0\t0\t0\n");
+        assert_int_equal(root_open(t.path, &root), 0);
+
+        assert_int_equal(process_read_task_tgid(root, 4243, UINT64_MAX, &tgid), 0);
+        assert_int_equal(tgid, 4242);
+        /* a window that began at or after its start: the same task */
+        tgid = 0;
+        assert_int_equal(process_read_task_tgid(root, 4243, 5555 * tick, &tgid), 0);
+        assert_int_equal(tgid, 4242);
+        assert_int_equal(process_read_task_tgid(root, 4243, 9000 * tick, &tgid), 0);
+        /* one that began two ticks before it: the number's next task */
+        assert_int_equal(process_read_task_tgid(root, 4243, 5553 * tick, &tgid), -ESTALE);
+        /* gone, or never a task */
+        assert_int_equal(process_read_task_tgid(root, 4244, UINT64_MAX, &tgid), -ESRCH);
+        assert_int_equal(process_read_task_tgid(root, 0, UINT64_MAX, &tgid), -ESRCH);
+        /* a status without a usable Tgid is no answer */
+        fake_write(&t, "proc/4243/status", "Name:\tworker\nTgid:\t-3\n");
+        assert_true(process_read_task_tgid(root, 4243, UINT64_MAX, &tgid) < 0);
+        fake_write(&t, "proc/4243/status", "Name:\tworker\n");
+        assert_true(process_read_task_tgid(root, 4243, UINT64_MAX, &tgid) < 0);
+        fake_tree_done(&t);
+}
+
 static void test_parse_cmdline(void **state) {
         check_cmdline("/usr/bin/java\0-jar\0app.jar\0", 26, "/usr/bin/java -jar app.jar");
         check_cmdline("", 0, "");
@@ -307,6 +343,7 @@ int main(void) {
                 cmocka_unit_test(test_identity),
                 cmocka_unit_test(test_unmet_pages),
                 cmocka_unit_test(test_merging_enabled),
+                cmocka_unit_test(test_task_tgid),
                 cmocka_unit_test(test_controller_respects_policy),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -227,6 +227,28 @@ static void test_window_pairing(void **state) {
         assert_int_equal(h->ksmd_wait_nsec, 250000);
         assert_int_equal(w.n_pending, 0);
 
+        /* the writer tasks, to confirm the process by: the first one
+         * (whose trace tgid is the hint) first, each once, at most
+         * LOCK_HOLDER_MAX_TIDS; a later writer's own tgid column does not
+         * change the hint */
+        assert_int_equal(h->n_tids, 1);
+        assert_int_equal(h->tids[0], 813);
+        for (int tid = 814; tid < 814 + LOCK_HOLDER_MAX_TIDS + 2; tid++) {
+                e = ev(TRACE_EVENT_ACQUIRE_RETURNED, tid, 700, 0xA, 2500, true, true);
+                contention_window_add(&w, &e);
+                e = ev(TRACE_EVENT_RELEASED, tid, 700, 0xA, 2501, true, true);
+                contention_window_add(&w, &e);
+                e = ev(TRACE_EVENT_ACQUIRE_RETURNED, 813, 812, 0xA, 2502, true, true);
+                contention_window_add(&w, &e);
+                e = ev(TRACE_EVENT_RELEASED, 813, 812, 0xA, 2503, true, true);
+                contention_window_add(&w, &e);
+        }
+        assert_int_equal(h->n_tids, LOCK_HOLDER_MAX_TIDS);
+        assert_int_equal(h->tids[0], 813);
+        for (unsigned i = 1; i < LOCK_HOLDER_MAX_TIDS; i++)
+                assert_int_equal(h->tids[i], 813 + (int) i);
+        assert_int_equal(h->tgid, 812);
+
         /* a trylock-patched ksmd: success=false without start_locking */
         e = ev(TRACE_EVENT_ACQUIRE_RETURNED, ksmd, ksmd, 0xA, 3000, false, false);
         contention_window_add(&w, &e);
