@@ -710,7 +710,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
         if (t->have_unmet)
                 /* after model_update: a fresh estimate counts pages_volatile too */
                 model_note_unmet(&t->model, s->time_usec, t->unmet_pages,
-                                 model_gain_floor(&t->model, cfg->burst_min_new_pages));
+                                 model_unmet_floor(&t->model, cfg->burst_min_new_pages));
         t->have_unmet = false;
 
         const ModelTick *tick = model_tick(&t->model, 0);

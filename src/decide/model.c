@@ -46,6 +46,10 @@ uint64_t model_gain_floor(const Model *m, uint64_t floor_pages) {
         return MAX(floor_pages, m->rmap_items / MODEL_GAIN_SHARE);
 }
 
+uint64_t model_unmet_floor(const Model *m, uint64_t floor_pages) {
+        return MAX(floor_pages, m->rmap_items / MODEL_UNMET_SHARE);
+}
+
 static double ewma(double old, double sample) {
         return old <= 0 ? sample : old + EWMA_WEIGHT * (sample - old);
 }

@@ -426,6 +426,34 @@ static void test_gain_floor_scales_with_set(void **state) {
         assert_true(tune_mode_is_burst(x.c.mode));
 }
 
+/* Memory found unmet in the process table starts a burst at 1/32 of what
+ * ksmd tracks (model_unmet_floor), smaller growths adding up until then:
+ * Q1's booting guests faulted in their RAM a few MiB at a time, and each
+ * few MiB cost two full scans of everything at the burst's rate. */
+static void test_unmet_floor_scales_with_set(void **state) {
+        Sim y;
+
+        sim_init(&y);
+        model_note_ksm_enter(&y.m, y.s.time_usec, 700, "qemu");
+        sim_step(&y, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
+        /* 1/32 of what ksmd tracks, four times the gain floor's share */
+        assert_int_equal(model_unmet_floor(&y.m, y.cfg.burst_min_new_pages), 174000 / 32);
+        /* (the first estimate counts whole: it sets the low-water mark) */
+        model_note_unmet(&y.m, y.s.time_usec, 1000, model_unmet_floor(&y.m, y.cfg.burst_min_new_pages));
+        model_note_unmet(&y.m, y.s.time_usec, 1000, model_unmet_floor(&y.m, y.cfg.burst_min_new_pages));
+        uint64_t bursts = y.m.unmet_new_total;
+        model_note_unmet(&y.m, y.s.time_usec, 1000 + 174000 / 32 - 1,
+                         model_unmet_floor(&y.m, y.cfg.burst_min_new_pages));
+        assert_int_equal(y.m.unmet_new_total, bursts);
+        /* small growths add up from the low-water mark */
+        model_note_unmet(&y.m, y.s.time_usec, 1000 + 174000 / 32, model_unmet_floor(&y.m, y.cfg.burst_min_new_pages));
+        assert_int_equal(y.m.unmet_new_total, bursts + 174000 / 32);
+        /* at least BurstMinNewPages= on a small set */
+        Model small;
+        model_init(&small, 4096, 64);
+        assert_int_equal(model_unmet_floor(&small, 1024), 1024);
+}
+
 /* The floor that grows with the set is for the burst's decisions only. On a
  * large set, maintenance scans that each find 2 MiB do not pay a burst's
  * round, but they are still finding: the host does not go idle after
@@ -1384,6 +1412,7 @@ int main(void) {
                 cmocka_unit_test(test_scan_longer_than_maintenance),
                 cmocka_unit_test(test_exclusion_scans_not_barren),
                 cmocka_unit_test(test_gain_floor_scales_with_set),
+                cmocka_unit_test(test_unmet_floor_scales_with_set),
                 cmocka_unit_test(test_gain_floor_only_for_bursts),
                 cmocka_unit_test(test_throttle_release_restores_burst),
                 cmocka_unit_test(test_burst_borrows_for_large_memory),
