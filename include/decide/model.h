@@ -212,7 +212,9 @@ uint64_t model_gain_floor(const Model *m, uint64_t floor_pages);
  * starts costs two full scans of everything at the burst's rate, and the
  * maintenance scans meet what stays under it. Q1 (issue 14): with the gain
  * floor (~3.2 MiB of 105k pages) 5.9, 7.5 and 10.3 MiB of booting guests'
- * RAM each started a burst, ksmd 10.05 s against the defaults' 2.21 s. */
+ * RAM each started a burst, ksmd 10.05 s against the defaults' 2.21 s.
+ * The controller asks the same of memory ksmd meets that no event announced
+ * (rmap growth): it is that memory, met by a maintenance scan first. */
 #define MODEL_UNMET_SHARE 32
 uint64_t model_unmet_floor(const Model *m, uint64_t floor_pages);
 

@@ -560,7 +560,11 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
 
         /* --- the mode --- */
         uint64_t unmet = unmet_news(c, m);
-        uint64_t min_new = model_gain_floor(m, cfg->burst_min_new_pages);
+        /* Memory met that no event announced is the memory found unmet
+         * (model_unmet_floor), met by a maintenance scan before it added
+         * up there: the same floor, or it would start the burst the
+         * unmet floor held back, only later. */
+        uint64_t min_new = model_unmet_floor(m, cfg->burst_min_new_pages);
         if (entered || new_pages >= min_new || unmet > 0) {
                 if (tune_mode_is_burst(c->mode))
                         ; /* already bursting: the new memory is being scanned */

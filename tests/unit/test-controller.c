@@ -448,6 +448,21 @@ static void test_unmet_floor_scales_with_set(void **state) {
         /* small growths add up from the low-water mark */
         model_note_unmet(&y.m, y.s.time_usec, 1000 + 174000 / 32, model_unmet_floor(&y.m, y.cfg.burst_min_new_pages));
         assert_int_equal(y.m.unmet_new_total, bursts + 174000 / 32);
+        /* and memory that a maintenance scan meets before it adds up as
+         * unmet: the same floor, whatever it is counted as */
+        sim_init(&y);
+        model_note_ksm_enter(&y.m, y.s.time_usec, 700, "qemu");
+        sim_step(&y, 250 * MS, 174000, 1, 0, 174000, 200 * 1000 * 1000);
+        sim_step(&y, 250 * MS, 174000, 1, 80000, 0, 200 * 1000 * 1000);
+        for (unsigned i = 0; i < 6 && y.c.mode != TUNE_MODE_MAINTAIN; i++)
+                sim_step(&y, 250 * MS, 174000, 1, 0, 0, 200 * 1000 * 1000);
+        assert_int_equal(y.c.mode, TUNE_MODE_MAINTAIN);
+        sim_step(&y, 40 * SEC, 50000, 0, 0, 174000 / 128 + 500, 50 * 1000 * 1000);
+        assert_int_equal(y.c.mode, TUNE_MODE_MAINTAIN);
+        sim_step(&y, 5 * SEC, 50000, 0, 0, 174000 / 32, 50 * 1000 * 1000);
+        assert_true(tune_mode_is_burst(y.c.mode));
+        assert_non_null(strstr(y.c.reason, "newly mergeable"));
+
         /* at least BurstMinNewPages= on a small set */
         Model small;
         model_init(&small, 4096, 64);
