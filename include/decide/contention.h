@@ -63,6 +63,7 @@ typedef struct LockHolder {
          * a short-lived first writer (a thread gone before the window
          * ends) must not hide the others. Up to LOCK_HOLDER_MAX_TIDS. */
         int tids[LOCK_HOLDER_MAX_TIDS];
+        uint64_t tid_nsec[LOCK_HOLDER_MAX_TIDS]; /* each one's first write lock event (trace clock) */
         unsigned n_tids;
         uint64_t memcg_id;
         char comm[TASK_COMM_SIZE];

@@ -338,9 +338,15 @@ static void on_window_event(const TraceEvent *e, void *userdata) {
  * an innocent process. Any writer task still running tells it (the tasks
  * of one mm are one process's). When all are gone the hint is trusted only
  * where it names one of them itself, its process's main thread; a task
- * that started after the window began is not the writer (its number was
- * reused: started_by_usec, CLOCK_BOOTTIME), and does not vouch for it. */
-static void confirm_holders(ContentionWindow *w, const Root *root, uint64_t started_by_usec) {
+ * that started after its own event is not the writer (its number was
+ * reused), and does not vouch for it. The events' times are the trace's
+ * CLOCK_MONOTONIC ("mono", tracefs.c); /proc/PID/stat counts from boot, so
+ * each is moved to CLOCK_BOOTTIME by the two clocks' offset now. An event
+ * time outside the window (another trace clock) falls back to the
+ * window's start: a thread started within the window then reads as
+ * reused, and its process is judged by the next window instead. */
+static void confirm_holders(ContentionWindow *w, const Root *root, uint64_t window_start_usec) {
+        uint64_t boot_now = now_usec(CLOCK_BOOTTIME), mono_now = now_usec(CLOCK_MONOTONIC);
         for (size_t i = 0; i < w->n_holders; i++) {
                 LockHolder *h = &w->holders[i];
                 bool confirmed = false, main_gone = false;
@@ -350,8 +356,12 @@ static void confirm_holders(ContentionWindow *w, const Root *root, uint64_t star
                 if (h->ksmd_waits == 0 && h->ksmd_trylock_failures == 0 && h->ksmd_wait_nsec + h->ksmd_work_nsec == 0)
                         continue;
                 for (unsigned j = 0; j < h->n_tids && !confirmed; j++) {
+                        uint64_t at = h->tid_nsec[j] / NSEC_PER_USEC;
+                        if (at < window_start_usec || at > mono_now)
+                                at = window_start_usec;
+                        uint64_t started_by = boot_now - MIN(boot_now, mono_now - at);
                         int tgid;
-                        int r = process_read_task_tgid(root, h->tids[j], started_by_usec, &tgid);
+                        int r = process_read_task_tgid(root, h->tids[j], started_by, &tgid);
                         if (r >= 0) {
                                 if (tgid != h->tgid)
                                         log_debug("contention window: writer task %d belongs to pid %d, not pid %d "
@@ -400,9 +410,7 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 scanned -= t->window_scanned_before;
         else
                 scanned = 0;
-        /* the window's start on the clock /proc/PID/stat counts from */
-        uint64_t boot_now = now_usec(CLOCK_BOOTTIME), mono_now = now_usec(CLOCK_MONOTONIC);
-        confirm_holders(&t->window, t->root, boot_now - MIN(boot_now, mono_now - t->window_start_usec));
+        confirm_holders(&t->window, t->root, t->window_start_usec);
         model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
         for (size_t i = 0; i < t->model.n_contenders; i++) {
                 ModelContender *x = &t->model.contenders[i];

@@ -404,8 +404,10 @@ static void holder_note_writer(LockHolder *h, const TraceEvent *e) {
         bool known = false;
         for (unsigned i = 0; i < h->n_tids && !known; i++)
                 known = h->tids[i] == e->pid;
-        if (!known && e->pid > 0 && h->n_tids < LOCK_HOLDER_MAX_TIDS)
-                h->tids[h->n_tids++] = e->pid;
+        if (!known && e->pid > 0 && h->n_tids < LOCK_HOLDER_MAX_TIDS) {
+                h->tids[h->n_tids] = e->pid;
+                h->tid_nsec[h->n_tids++] = e->time_nsec;
+        }
         if (!h->comm[0] || streq(h->comm, "<...>"))
                 strscpy(h->comm, sizeof h->comm, e->comm);
         if (e->memcg_id != 0)

@@ -233,6 +233,7 @@ static void test_window_pairing(void **state) {
          * change the hint */
         assert_int_equal(h->n_tids, 1);
         assert_int_equal(h->tids[0], 813);
+        assert_int_equal(h->tid_nsec[0], 1000 * 1000);  /* its first write lock, for the reuse check */
         for (int tid = 814; tid < 814 + LOCK_HOLDER_MAX_TIDS + 2; tid++) {
                 e = ev(TRACE_EVENT_ACQUIRE_RETURNED, tid, 700, 0xA, 2500, true, true);
                 contention_window_add(&w, &e);
@@ -245,8 +246,10 @@ static void test_window_pairing(void **state) {
         }
         assert_int_equal(h->n_tids, LOCK_HOLDER_MAX_TIDS);
         assert_int_equal(h->tids[0], 813);
-        for (unsigned i = 1; i < LOCK_HOLDER_MAX_TIDS; i++)
+        for (unsigned i = 1; i < LOCK_HOLDER_MAX_TIDS; i++) {
                 assert_int_equal(h->tids[i], 813 + (int) i);
+                assert_int_equal(h->tid_nsec[i], 2500 * 1000);
+        }
         assert_int_equal(h->tgid, 812);
 
         /* a trylock-patched ksmd: success=false without start_locking */
