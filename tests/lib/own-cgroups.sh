@@ -14,8 +14,9 @@
 #                             hierarchy (OWN_CGROUPS: their paths); 1 when one
 #                             cannot be made (a read-only cgroupfs)
 #   own_cgroups_enter         moves the calling (sub)shell into them
-#   own_cgroups_remove        removes every cgroup whose path has NAME in any
-#                             hierarchy, killing what is left in them
+#   own_cgroups_remove        removes every cgroup named NAME (and what is
+#                             below it) in any hierarchy, killing what is
+#                             left in them
 #   own_cgroups_leftover      prints those that are still there
 
 OWN_CGROUPS=()
@@ -26,6 +27,9 @@ own_cgroups_mounts() { findmnt -n -t cgroup,cgroup2 -o TARGET,FSTYPE,OPTIONS; }
 own_cgroups_make() {
         local ctrls path t d f
         OWN_CGROUPS_NAME=${1:?own_cgroups_make NAME}
+        # those of a run that was SIGKILLed with the same pid, and what
+        # it left running in them
+        own_cgroups_remove
         while IFS=: read -r _ ctrls path; do
                 if [ -z "$ctrls" ]; then
                         t=$(own_cgroups_mounts | awk '$2 == "cgroup2" { print $1; exit }')
@@ -52,11 +56,17 @@ own_cgroups_enter() {
         for d in "${OWN_CGROUPS[@]}"; do echo "$BASHPID" > "$d/cgroup.procs" || return 1; done
 }
 
+# The cgroups named NAME below hierarchy $1 and everything below them: the
+# name whole (ksmtuned2-e2e-12 is not ksmtuned2-e2e-123's).
+own_cgroups_find() {
+        find "$1" "${@:2}" -type d \( -path "*/$OWN_CGROUPS_NAME" -o -path "*/$OWN_CGROUPS_NAME/*" \) 2>/dev/null
+}
+
 own_cgroups_remove() {
         local t d
         [ -n "$OWN_CGROUPS_NAME" ] || return 0
         for t in $(own_cgroups_mounts | awk '{ print $1 }'); do
-                for d in $(find "$t" -depth -type d -path "*/$OWN_CGROUPS_NAME*" 2>/dev/null); do
+                for d in $(own_cgroups_find "$t" -depth); do
                         xargs -r kill -KILL < "$d/cgroup.procs" 2>/dev/null
                         for _ in $(seq 50); do rmdir "$d" 2>/dev/null && break; sleep 0.1; done
                 done
@@ -67,6 +77,6 @@ own_cgroups_leftover() {
         local t
         [ -n "$OWN_CGROUPS_NAME" ] || return 0
         for t in $(own_cgroups_mounts | awk '{ print $1 }'); do
-                find "$t" -type d -path "*/$OWN_CGROUPS_NAME*" 2>/dev/null
+                own_cgroups_find "$t"
         done
 }

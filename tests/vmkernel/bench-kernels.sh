@@ -20,6 +20,13 @@
 #                            kernels are against the first
 #   KSMTUNED2_BENCH_ARGS     more ksm-tuning-bench.py options, appended
 #   KSMTUNED2_VM_TIMEOUT     seconds per guest (default 3600)
+#   KSMTUNED2_VM_TCG_THREAD  "single" (run-in-guest.sh's default since
+#                            2026-12-03) or "multi": the guests' two CPUs
+#                            take turns on one host thread, so a writer and
+#                            ksmd meet at a lock less often than before and
+#                            S2/S3 contention figures from earlier runs
+#                            (multi) do not compare; multi risks the guest
+#                            panic run-in-guest.sh describes
 # Needs root. The kernels and the guests' tree are built first if missing
 # (build-kernel.sh, build-rootfs.sh: minutes, under their own locks); then
 # each guest runs under the KSM test lock ($KSMTUNED2_TEST_LOCK, default
