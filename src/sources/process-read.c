@@ -162,10 +162,20 @@ static void process_reset(Process *p, int pid) {
         p->generation = gen;
 }
 
-static void set_stat_facts(Process *p, const ProcStat *st) {
+/* The clock ticks of /proc/PID/stat's start time, per second. */
+static uint64_t clock_ticks_per_sec(void) {
         long hz = sysconf(_SC_CLK_TCK);
+        return (uint64_t) (hz > 0 ? hz : 100);
+}
+
+/* A task's start, CLOCK_BOOTTIME in usec (what /proc/PID/stat counts). */
+static uint64_t stat_start_usec(const ProcStat *st) {
+        return st->start_time_ticks * USEC_PER_SEC / clock_ticks_per_sec();
+}
+
+static void set_stat_facts(Process *p, const ProcStat *st) {
         p->start_time_ticks = st->start_time_ticks;
-        p->start_time_usec = st->start_time_ticks * USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
+        p->start_time_usec = stat_start_usec(st);
         p->ppid = st->ppid;
         strscpy(p->comm, sizeof p->comm, st->comm);
         p->kthread = proc_stat_is_kthread(st);
@@ -269,13 +279,11 @@ int process_read_task_tgid(const Root *root, int tid, uint64_t started_by_usec, 
                 return r;
         if (started_by_usec != UINT64_MAX) {
                 ProcStat st;
-                long hz = sysconf(_SC_CLK_TCK);
-                uint64_t tick = USEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100);
                 r = procfs_read_stat(dfd, &st);
                 if (r < 0)
                         return r;
                 /* started a tick or more after: the number's next task */
-                if (st.start_time_ticks * tick > started_by_usec + tick)
+                if (stat_start_usec(&st) > started_by_usec + USEC_PER_SEC / clock_ticks_per_sec())
                         return -ESTALE;
         }
         r = procfs_read_status(dfd, &ps);
