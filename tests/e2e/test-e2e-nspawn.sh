@@ -65,13 +65,45 @@ exec 7>"$RUN/.lock"
 flock 7
 nspawn_pid=
 leader=
-cleanup() {
-        if [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null; then
-                [ -n "$leader" ] && inside systemctl poweroff --no-block >/dev/null 2>&1
-                for _ in $(seq 100); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
-                kill -KILL "$nspawn_pid" 2>/dev/null
-                wait "$nspawn_pid" 2>/dev/null
+sleeper_nsenter=
+# Stops the container, waiting up to $1 s for each of: a poweroff from
+# inside, then SIGTERM to nspawn (an orderly shutdown); then kills nspawn.
+# Says in $stopped_by how it ended. The other user's sleeper goes first:
+# its runuser, entered from here and no child of the container's init,
+# held the container's final SIGTERM round for up to 90 s ("Waiting for
+# process: 152 (runuser)"). What is left in the test's cgroups goes with
+# them (own_cgroups_remove).
+stop_container() {
+        local ticks=$(( $1 * 10 ))
+        stopped_by=
+        [ -n "$nspawn_pid" ] && kill -0 "$nspawn_pid" 2>/dev/null || return 0
+        if [ -n "$sleeper_nsenter" ]; then
+                kill -KILL "$sleeper_nsenter" 2>/dev/null
+                wait "$sleeper_nsenter" 2>/dev/null
+                sleeper_nsenter=
         fi
+        if [ -n "$leader" ]; then
+                inside pkill -KILL -x runuser >/dev/null 2>&1
+                inside pkill -KILL -x ksme2e-sleeper >/dev/null 2>&1
+                inside systemctl poweroff --no-block >/dev/null 2>&1
+        fi
+        stopped_by=poweroff
+        for _ in $(seq $ticks); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$nspawn_pid" 2>/dev/null; then
+                stopped_by="SIGTERM to nspawn (no poweroff in $1 s)"
+                kill -TERM "$nspawn_pid" 2>/dev/null
+                for _ in $(seq $ticks); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
+        fi
+        if kill -0 "$nspawn_pid" 2>/dev/null; then
+                stopped_by="SIGKILL to nspawn (no poweroff in $1 s, nor after SIGTERM)"
+                tail -5 "$RUN/console.log" | sed 's/^/    console: /'
+                kill -KILL "$nspawn_pid" 2>/dev/null
+        fi
+        wait "$nspawn_pid" 2>/dev/null
+        nspawn_pid= leader=
+}
+cleanup() {
+        stop_container 10
         own_cgroups_remove
         rm -rf "$RUN"
 }
@@ -615,40 +647,17 @@ inside dpkg-query -W -f='${Status}' ksmtuned2 2>/dev/null | grep -q ' installed$
 echo "purge ($((t_purge - t_purge0)) s): stopped, knobs restored, nothing left"
 # 12. The container stops and leaves no cgroup behind: what nspawn and the
 # container's systemd made is below the test's own cgroup, and goes with it
-# however the container ended. Should a poweroff from inside not end it in
-# 30 s, nspawn is asked to stop (SIGTERM: an orderly shutdown of the
-# container) and at last killed, as the cleanup always did, and what is
-# left in the cgroups is killed with them.
-# The other user's sleeper goes first: its runuser, entered from here and
-# no child of the container's init, held the container's final SIGTERM
-# round for up to 90 s ("Waiting for process: 152 (runuser)").
-kill -KILL "$sleeper_nsenter" 2>/dev/null
-inside pkill -KILL -x runuser >/dev/null 2>&1
-inside pkill -KILL -x ksme2e-sleeper >/dev/null 2>&1
-wait "$sleeper_nsenter" 2>/dev/null
+# however the container ended (stop_container: a poweroff, else SIGTERM,
+# else SIGKILL to nspawn, as the cleanup does).
 t_off0=$(date +%s)
-how=poweroff
-inside systemctl poweroff --no-block >/dev/null 2>&1
-for _ in $(seq 300); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
-if kill -0 "$nspawn_pid" 2>/dev/null; then
-        how="SIGTERM to nspawn (no poweroff in 30 s)"
-        kill -TERM "$nspawn_pid" 2>/dev/null
-        for _ in $(seq 300); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.1; done
-fi
-if kill -0 "$nspawn_pid" 2>/dev/null; then
-        how="SIGKILL to nspawn (no poweroff in 30 s, nor after SIGTERM)"
-        tail -5 "$RUN/console.log" | sed 's/^/    console: /'
-        kill -KILL "$nspawn_pid" 2>/dev/null
-fi
-wait "$nspawn_pid" 2>/dev/null
+stop_container 30
 t_off=$(date +%s)
-nspawn_pid= leader=
 own_cgroups_remove
 left=$(own_cgroups_leftover)
 [ -z "$left" ] || fail "cgroups left behind: $left"
 [ "$(roots_made)" = "$roots_before" ] || fail "nspawn's cgroups at the hierarchies' roots: $(roots_made)"
 [ "$(cat /proc/1/cgroup)" = "$cg_pid1" ] || fail "PID 1 changed cgroups: $(tr '\n' ' ' < /proc/1/cgroup)"
-echo "stopped by $how ($((t_off - t_off0)) s): no cgroup left, PID 1 where it was"
+echo "stopped by $stopped_by ($((t_off - t_off0)) s): no cgroup left, PID 1 where it was"
 t_end=$(date +%s)
 echo "durations: tree and packages $((t_tree - t_start)) s, boot $((t_boot - t_boot0)) s, lock wait $((t_lock - t_lock0)) s," \
      "dpkg -i $((t_inst - t_inst0)) s, upgrade $((t_up - t_up0)) s, purge $((t_purge - t_purge0)) s, whole test $((t_end - t_start)) s"
