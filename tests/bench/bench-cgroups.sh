@@ -88,14 +88,8 @@ loop_ticks() { sed 's/.*) //' "/proc/$1/task/$1/stat" | awk '{ print $12 + $13 }
 mkdir "$cgdir" || fail "cannot create $cgdir"
 private_bus_start "$tmp"
 mkdir -p "$tmp/policy.d" "$tmp/metrics"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1s
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Metrics]
-TextfilePath=$tmp/metrics/ksmtuned2.prom
-CONF
+daemon_conf "$tmp/k.conf" Interval=1s \
+        '[Metrics]' "TextfilePath=$tmp/metrics/ksmtuned2.prom"
 
 fleet_start() { # processes cgroups
         mkfifo "$tmp/fleet.in"

@@ -7,6 +7,7 @@
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
@@ -28,14 +29,8 @@ wait_knob() { # knob value seconds
 echo 1 > "$KSM/smart_scan" || fail "cannot set smart_scan"
 before=$(ksm_guard_knobs_now)
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=300ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Ksm]
-SmartScan=no
-CONF
+daemon_conf "$tmp/k.conf" Interval=300ms \
+        '[Ksm]' SmartScan=no
 private_bus_start "$tmp" || exit 1
 "$KSMTUNED2" --config "$tmp/k.conf" 2>"$tmp/daemon.log" &
 daemon_pid=$!

@@ -68,14 +68,8 @@ call_json() { # uid method [args]
 prop_as() { as_uid "$1" busctl get-property org.ksmtuned2 /org/ksmtuned2 $IFACE "$2"; }
 
 mkdir -p "$tmp/run" "$tmp/policy.d" "$tmp/metrics"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=300ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Metrics]
-TextfilePath=$tmp/metrics/ksmtuned2.prom
-CONF
+daemon_conf "$tmp/k.conf" Interval=300ms \
+        '[Metrics]' "TextfilePath=$tmp/metrics/ksmtuned2.prom"
 cat > "$tmp/policy.d/50-test.policy" <<POLICY
 [Match]
 Exe=$KSM_WORKLOAD

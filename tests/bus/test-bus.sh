@@ -18,6 +18,7 @@ PROMTOOL=${PROMTOOL:-$(command -v promtool)}
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
 
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 unset COLUMNS # ksmctl's tables take their natural width (not a terminal)
 KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 MEMBERS="$SOURCE_ROOT/tests/bus/introspect-members.py"
@@ -50,14 +51,8 @@ wait_for() { # seconds command...
 state_is() { [ "$(prop State)" = "s \"$1\"" ]; }
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=300ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Metrics]
-TextfilePath=$tmp/metrics/ksmtuned2.prom
-CONF
+daemon_conf "$tmp/k.conf" Interval=300ms \
+        '[Metrics]' "TextfilePath=$tmp/metrics/ksmtuned2.prom"
 mkdir -p "$tmp/metrics"
 cat > "$tmp/policy.d/50-test.policy" <<POLICY
 # A process of this test's own, never touched (Method=none).

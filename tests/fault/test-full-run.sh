@@ -34,15 +34,8 @@ echo 1234 > $KSM/pages_to_scan
 echo 77 > $KSM/sleep_millisecs
 before=$(ksm_guard_knobs_now)
 
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=100ms
-LogLevel=debug
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Tuning]
-Tracepoints=no
-CONF
+daemon_conf "$tmp/k.conf" Interval=100ms LogLevel=debug \
+        '[Tuning]' Tracepoints=no
 
 daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "the daemon did not start with a full $tmp/run"
 grep -q "Cannot save the original [a-z_]*=[0-9]* in $tmp/run/saved-knobs: No space left on device; not changing it" "$tmp/log" ||

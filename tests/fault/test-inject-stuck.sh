@@ -63,17 +63,8 @@ Method=inject
 POL
 done
 write_conf() {
-        cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-LogLevel=debug
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-UnmergeOnExit=$1
-[Ksm]
-UseZeroPages=yes
-SmartScan=no
-CONF
+        daemon_conf "$tmp/k.conf" Interval=200ms LogLevel=debug "UnmergeOnExit=$1" \
+                '[Ksm]' UseZeroPages=yes SmartScan=no
 }
 
 # Starts a vfork-stuck target; sets stuck_pid and child_pid.

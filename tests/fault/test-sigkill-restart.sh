@@ -35,17 +35,8 @@ echo 1 > $KSM/run
 before=$(ksm_guard_knobs_now)
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=100ms
-LogLevel=debug
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Ksm]
-UseZeroPages=yes
-SmartScan=no
-StableNodeChainsPruneMSec=3000
-CONF
+daemon_conf "$tmp/k.conf" Interval=100ms LogLevel=debug \
+        '[Ksm]' UseZeroPages=yes SmartScan=no StableNodeChainsPruneMSec=3000
 # Only our victims may match (other tests run ksm-workloads too): they live
 # in a cgroup of this test's.
 cg=

@@ -38,15 +38,8 @@ echo "before: $before"
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
 conf() {
-        cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-LogLevel=debug
-[Tuning]
-AdvisorPolicy=$1
-CONF
+        daemon_conf "$tmp/k.conf" Interval=200ms LogLevel=debug \
+                '[Tuning]' "AdvisorPolicy=$1"
 }
 
 # AdvisorPolicy=off: switched off, pages_to_scan tuned; SIGKILL leaves it off

@@ -61,22 +61,14 @@ Comm=ksm-workload
 Mode=auto
 Method=any
 POLICY
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1s
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-LogLevel=debug
-[Tuning]
-# Long enough that the readmission cannot come before the SIGKILL 3 s after
-# the exclusion, even on an emulated machine.
-ReadmitAfter=10s
-# This contender keeps ksmd waiting 20-27% of its work in a burst's windows
-# here (3 ms of 10-15 ms): at the default ExcludeBlocked=20 whether it is
-# excluded is a coin toss. The test is about attribution and the exclusion's
-# mechanics, not the threshold: half of it.
-ExcludeBlocked=10
-CONF
+# ReadmitAfter: long enough that the readmission cannot come before the
+# SIGKILL 3 s after the exclusion, even on an emulated machine.
+# ExcludeBlocked: this contender keeps ksmd waiting 20-27% of its work in a
+# burst's windows here (3 ms of 10-15 ms): at the default ExcludeBlocked=20
+# whether it is excluded is a coin toss. The test is about attribution and
+# the exclusion's mechanics, not the threshold: half of it.
+daemon_conf "$tmp/k.conf" Interval=1s LogLevel=debug \
+        '[Tuning]' ReadmitAfter=10s ExcludeBlocked=10
 # Started after the contender, as on a host where it runs already: a
 # process that enters KSM while the daemon watches is judged only two full
 # scans after it entered (its pages had their second look), and the burst

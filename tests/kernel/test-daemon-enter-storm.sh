@@ -42,11 +42,7 @@ ticks() { # utime + stime of the whole process, in clock ticks
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 mkdir -p "$tmp/policy.d" "$tmp/run"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-CONF
+daemon_conf "$tmp/k.conf"
 : > "$tmp/log"
 
 storm() { # seconds

@@ -43,6 +43,7 @@ manager=
 # systemd moves every process of its own cgroup as it starts: it starts in
 # a cgroup of its own (tests/lib/own-cgroups.sh).
 . "$SOURCE_ROOT/tests/lib/own-cgroups.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 stop_manager() {
         [ -n "$manager" ] || return 0
         kill -TERM $manager 2>/dev/null
@@ -72,15 +73,8 @@ Comm=ksmsl-probe
 Mode=auto
 Method=none
 POLICY
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1h
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-LogLevel=debug
-[Tuning]
-Tracepoints=no
-CONF
+daemon_conf "$tmp/k.conf" Interval=1h LogLevel=debug \
+        '[Tuning]' Tracepoints=no
 listen=$SOURCE_ROOT/tests/helpers/listen-netlink.py
 # start_daemon LOG [KIND]: the daemon under the unit's bounding set, with a
 # socket of KIND passed as systemd passes one (none without KIND).

@@ -30,6 +30,7 @@ cleanup() {
 trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
 . "$SOURCE_ROOT/tests/lib/wait.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 field() { sed -n "s/^$2:\t//p" "/proc/$1/status" 2>/dev/null; }
 merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }
@@ -65,12 +66,7 @@ Comm=ksmt2-secdeny ksmt2-late
 Mode=always
 Method=inject
 POL
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms
 
 # A QEMU as libvirt starts it with <seccomp_sandbox>: -sandbox on. -S: its
 # vCPU never runs, so it idles; the monitor on a socket proves it still works.

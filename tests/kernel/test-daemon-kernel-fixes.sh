@@ -80,20 +80,12 @@ Comm=ksm-workload
 Mode=always
 MinAge=1h
 POLICY
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1s
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-LogLevel=debug
-[Tuning]
-ContentionInterval=1s
-# a full scan a second once the burst is over: seed 004's answer needs
-# scans 8, 16, 24 (the default, 2 min a scan, takes most of an hour)
-MaintenanceScanTime=1s
-[Metrics]
-TextfilePath=$tmp/metrics.prom
-CONF
+# MaintenanceScanTime: a full scan a second once the burst is over: seed
+# 004's answer needs scans 8, 16, 24 (the default, 2 min a scan, takes most
+# of an hour)
+daemon_conf "$tmp/k.conf" Interval=1s LogLevel=debug \
+        '[Tuning]' ContentionInterval=1s MaintenanceScanTime=1s \
+        '[Metrics]' "TextfilePath=$tmp/metrics.prom"
 
 mkfifo "$tmp/in"
 "$KSM_WORKLOAD" --unique 4096 --copies 1 --churn-threads 1 --churn-mprotect yes --vmas 20000 --seed 41 < "$tmp/in" > "$tmp/wl.out" 2>&1 &

@@ -23,6 +23,7 @@ cleanup() {
 trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -50 "$tmp/log" >&2; exit 1; }
 . "$SOURCE_ROOT/tests/lib/wait.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }
 not_merging() { [ "$(merge_any "$1")" = no ]; }
@@ -47,13 +48,7 @@ Mode=always
 Method=inject
 POL
 write_conf() {
-        cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-UnmergeOnExit=$1
-CONF
+        daemon_conf "$tmp/k.conf" Interval=200ms "UnmergeOnExit=$1"
 }
 
 start_target() {

@@ -33,6 +33,7 @@ wait_log() { # pattern: waits up to 20 s for a log line matching it
 }
 . "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/wait.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 # Two idle guests (-S: no CPU runs), told apart by a -name of this test's own
 # so that no other QEMU on the machine matches the policies.
@@ -55,12 +56,7 @@ kill -0 "$off" 2>/dev/null || { cat "$tmp/qemu-off.log"; fail "QEMU (mem-merge=o
 [ "$(ksm_flag "$off" mergeable)" = no ] || fail "QEMU with mem-merge=off marked memory mergeable"
 
 mkdir -p "$tmp/policy.d" "$tmp/run"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1s
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-CONF
+daemon_conf "$tmp/k.conf" Interval=1s
 # As the shipped 50-vms.policy: switch merging on for guests by any means.
 cat > "$tmp/policy.d/50-guests.policy" <<POL
 [Match]

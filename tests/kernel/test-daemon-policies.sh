@@ -8,6 +8,7 @@ set -u
 umask 022 # policies must not be writable by others (the daemon rejects them)
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 77; fi
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d /tmp/ksmtuned2-policies.XXXXXX)
 daemon_pid=
@@ -29,12 +30,7 @@ wait_log() { # pattern: waits up to 5 s for a log line matching it
 }
 
 mkdir -p "$tmp/policy.d" "$tmp/run"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1s
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-CONF
+daemon_conf "$tmp/k.conf" Interval=1s
 # The comm of a copy of sleep under a name of our own, so no other process
 # on this shared machine matches.
 cp /bin/sleep "$tmp/ksmt2-sleeper"

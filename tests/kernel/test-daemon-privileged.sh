@@ -47,12 +47,7 @@ Comm=ksmt2-java
 Mode=always
 Method=inject
 POL
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms
 
 setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/suid/ksmt2-java" 1000 &
 suid_pid=$!

@@ -36,6 +36,7 @@ cleanup() {
 trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
 . "$SOURCE_ROOT/tests/lib/wait.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 log_has() { grep -q -e "$1" "$tmp/log"; }
 flags() { echo "$(ksm_flag "$1" merge_any)/$(ksm_flag "$1" mergeable)"; }
 flags_are() { [ "$(flags "$1")" = "$2" ]; }
@@ -47,13 +48,7 @@ mkdir -p "$tmp/policy.d" "$tmp/run"
 chmod 755 "$tmp"
 # A comm of our own, so that nothing else on this shared machine matches.
 cp "$KSM_WORKLOAD" "$tmp/ksmt2-remote"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-UnmergeOnExit=yes
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms UnmergeOnExit=yes
 
 for m in $methods; do
         cat > "$tmp/policy.d/50-remote.policy" <<POL

@@ -19,15 +19,8 @@ echo 1 > $KSM/smart_scan
 echo 300 > $KSM/max_page_sharing
 before=$(ksm_guard_knobs_now)
 
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-[Ksm]
-UseZeroPages=yes
-SmartScan=no
-MaxPageSharing=512
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms \
+        '[Ksm]' UseZeroPages=yes SmartScan=no MaxPageSharing=512
 mkdir -p "$tmp/run"
 
 # Ready means READY=1, sent after the first tick: after a SIGKILL the knobs

@@ -9,6 +9,7 @@
 # valgrind the sandbox is skipped and the log says so.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d)
 daemon_pid=
@@ -20,14 +21,8 @@ before=$(ksm_guard_knobs_now)
 old_mps=$(cat $KSM/max_page_sharing)
 want_mps=$((old_mps == 300 ? 301 : 300))
 write_conf() {
-        cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-Sandbox=$1
-[Ksm]
-MaxPageSharing=$want_mps
-CONF
+        daemon_conf "$tmp/k.conf" Interval=200ms "Sandbox=$1" \
+                '[Ksm]' "MaxPageSharing=$want_mps"
 }
 mkdir -p "$tmp/run"
 

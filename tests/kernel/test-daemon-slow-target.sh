@@ -69,12 +69,7 @@ Comm=ksmt2-victim
 Mode=always
 Method=inject
 POL
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=300ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-CONF
+daemon_conf "$tmp/k.conf" Interval=300ms
 
 mkfifo "$tmp/hog.in"
 "$HOG" < "$tmp/hog.in" > "$tmp/hog.out" 2> "$tmp/hog.err" &

@@ -59,15 +59,8 @@ fi
 
 # The daemon, maintaining at one full scan a second.
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Tuning]
-MaintenanceScanTime=1s
-IdleAfter=1h
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms \
+        '[Tuning]' MaintenanceScanTime=1s IdleAfter=1h
 cpu0=$(ksmd_cpu_ms)
 daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "daemon did not start"
 for _ in $(seq 1200); do grep -q "merged $total/$total" "$tmp/pairs.out" && break; sleep 0.1; done

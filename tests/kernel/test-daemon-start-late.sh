@@ -100,12 +100,7 @@ Exe=$KSM_WORKLOAD
 Mode=auto
 Method=none
 POLICY
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-LogLevel=debug
-CONF
+daemon_conf "$tmp/k.conf" LogLevel=debug
 private_bus_start "$tmp" || exit 1
 
 # 1. Started late: the victim is mergeable and ksmd is off.

@@ -34,13 +34,7 @@ tracefs=/sys/kernel/tracing
 [ -w /proc/sys/kernel/ns_last_pid ] || { echo "SKIP: no writable ns_last_pid" >&2; exit 77; }
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1s
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-LogLevel=debug
-CONF
+daemon_conf "$tmp/k.conf" Interval=1s LogLevel=debug
 daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "daemon did not get ready"
 [ -d "$tracefs/instances/ksmtuned2" ] || { echo "SKIP: the daemon has no tracefs instance" >&2; exit 77; }
 

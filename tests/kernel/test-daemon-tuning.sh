@@ -35,13 +35,7 @@ before=$(ksm_guard_knobs_now)
 rate() { echo $(( $(cat $KSM/pages_to_scan) * 1000 / ($(cat $KSM/sleep_millisecs) + 1) )); }
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=1s
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-LogLevel=debug
-CONF
+daemon_conf "$tmp/k.conf" Interval=1s LogLevel=debug
 daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "daemon did not get ready"
 [ "$(cat $KSM/run)" = 1 ] || fail "daemon did not start ksmd"
 # Nothing to merge yet: the daemon must not scan hard.

@@ -67,16 +67,8 @@ Comm=ksmt2-sparse
 Mode=never
 Method=inject
 POL
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Tuning]
-IdleAfter=1ms
-IdleMode=stop
-Tracepoints=no
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms \
+        '[Tuning]' IdleAfter=1ms IdleMode=stop Tracepoints=no
 "$tmp/ksmt2-sparse" 1024 16 "$tmp/hold" > "$tmp/target.out" 2>&1 &
 target_pid=$!
 ksm_guard_track "$target_pid"

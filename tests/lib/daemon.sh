@@ -11,6 +11,17 @@
 #       the wall clock in ms (as date +%s%N / 1000000) just before the exec:
 #       a test that times the daemon from its start must not count the
 #       readiness waiter's own start (python, 0.3-0.5 s on a busy machine).
+#
+#   daemon_conf FILE [LINE...]
+#       writes a test daemon's configuration to FILE:
+#         [Daemon]
+#         RuntimeDirectory=DIR/run
+#         PolicyDirectories=DIR/policy.d
+#       where DIR is FILE's directory, then each LINE on its own line, as given
+#       (Key=Value lines belong to [Daemon] until a LINE "[Section]" starts
+#       another; a "# comment" LINE is kept as a comment). Policies come
+#       from DIR/policy.d only, not from the machine's policy directories;
+#       neither directory is created.
 daemon_start() {
         local log=$1 dir sock rc
         shift
@@ -30,4 +41,14 @@ daemon_start() {
         echo "daemon_start: pid $daemon_pid $([ "$rc" = 2 ] && echo died || echo 'not ready in time'); its log:" >&2
         tail -30 "$log" >&2
         return 1
+}
+
+daemon_conf() {
+        local file=$1 dir
+        shift
+        case $file in
+        */*) dir=${file%/*} ;;
+        *) dir=. ;;
+        esac
+        printf '%s\n' '[Daemon]' "RuntimeDirectory=$dir/run" "PolicyDirectories=$dir/policy.d" "$@" >"$file"
 }

@@ -26,6 +26,7 @@ else
         . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
         dry=
 fi
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 seconds=${KSMTUNED2_STORM_SECONDS:-15}
 rate=${KSMTUNED2_STORM_RATE:-500}
 
@@ -62,15 +63,8 @@ if [ -n "$cgroot" ]; then
 fi
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-LogLevel=${KSMTUNED2_STORM_LOG_LEVEL:-info}
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Ksm]
-UseZeroPages=yes
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms "LogLevel=${KSMTUNED2_STORM_LOG_LEVEL:-info}" \
+        '[Ksm]' UseZeroPages=yes
 # Only processes of ours may match: other tests on this machine run
 # ksm-workloads too, and the daemon must not change their merging. Ours live
 # in the test's cgroup; without cgroup2, only the storm's comm matches.

@@ -14,6 +14,7 @@ set -u
 mode=${1:-fake}
 command -v valgrind >/dev/null || { echo "SKIP: valgrind not installed" >&2; exit 77; }
 . "$SOURCE_ROOT/tests/lib/fake-tree.sh"
+. "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 tmp=$(mktemp -d)
 vg_pid=
@@ -28,16 +29,8 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/vg.log" ] && tail -80 "$tmp/vg.log" >&2; exit 1; }
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
-cat > "$tmp/k.conf" <<CONF
-[Daemon]
-Interval=200ms
-LogLevel=debug
-RuntimeDirectory=$tmp/run
-PolicyDirectories=$tmp/policy.d
-[Ksm]
-UseZeroPages=yes
-MaxPageSharing=512
-CONF
+daemon_conf "$tmp/k.conf" Interval=200ms LogLevel=debug \
+        '[Ksm]' UseZeroPages=yes MaxPageSharing=512
 # A policy that matches a process of ours, so classification and planning
 # run (nothing is carried out: dry run, or a fake tree).
 cat > "$tmp/policy.d/50-sleep.policy" <<POLICY
