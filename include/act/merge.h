@@ -155,6 +155,10 @@ typedef struct MergeRestoreBook {
          * controller's exclusions outlive a SIGKILL: exclusion journal).
          * NULL: not persisted. */
         char *path;
+        /* The last write's error, 0 once it is written: a write that
+         * failed (a full /run) is tried again (merge_restore_book_flush),
+         * not only at the next change. */
+        int write_error;
 } MergeRestoreBook;
 
 /* At most this many processes are remembered; the oldest goes first. */
@@ -172,6 +176,11 @@ int merge_restore_book_parse(MergeRestoreBook *b, const char *text, const char *
  * run with the same start time (root NULL: all), and persists b at path
  * from now on. The number of processes kept, or a negative errno. */
 int merge_restore_book_load(MergeRestoreBook *b, const char *path, const Root *root);
+/* Writes b to its path again when the last write failed: 0 when the file
+ * holds b now (or b is not persisted), else the write's negative errno. The
+ * merge worker calls it every MERGE_SAVE_RETRY_USEC while it fails. */
+int merge_restore_book_flush(MergeRestoreBook *b);
+#define MERGE_SAVE_RETRY_USEC (5 * USEC_PER_SEC)
 const MergeRestoreEntry *merge_restore_find(const MergeRestoreBook *b, int pid, uint64_t start_time_ticks);
 
 typedef struct MergeContext {
@@ -248,6 +257,7 @@ typedef struct MergeLedger {
          * killed still switches off what this one switched on. NULL: not
          * persisted. */
         char *path;
+        int write_error;        /* as MergeRestoreBook's */
 } MergeLedger;
 
 /* The reason of the ledger's switch-offs at a stop. */
@@ -266,6 +276,8 @@ char *merge_ledger_format(const MergeLedger *l);
 int merge_ledger_parse(MergeLedger *l, const char *text, const char *name);
 /* As merge_restore_book_load(), for the ledger. */
 int merge_ledger_load(MergeLedger *l, const char *path, const Root *root);
+/* As merge_restore_book_flush(), for the ledger. */
+int merge_ledger_flush(MergeLedger *l);
 /* Disables every entry (with the method that enabled it) until
  * c->give_up_usec; outcomes go to ret. What was not switched off (failed,
  * refused, not reached before the deadline) stays in the ledger and its

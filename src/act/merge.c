@@ -850,12 +850,19 @@ int merge_restore_book_parse(MergeRestoreBook *b, const char *text, const char *
         return state_file_parse_lines(text, name, restore_parse_one, b);
 }
 
-static void restore_persist(const MergeRestoreBook *b) {
+static void restore_persist(MergeRestoreBook *b) {
         if (!b->path)
                 return;
         _cleanup_free_ char *text = merge_restore_book_format(b);
         (void) write_state_file_logged(b->path, text,
-                                       "what excluded processes had, for their readmission after a restart", NULL);
+                                       "what excluded processes had, for their readmission after a restart",
+                                       &b->write_error);
+}
+
+int merge_restore_book_flush(MergeRestoreBook *b) {
+        if (b->write_error < 0)
+                restore_persist(b);
+        return b->path ? b->write_error : 0;
 }
 
 /* A state file an earlier instance wrote (the restore book, the ledger):
@@ -1240,12 +1247,19 @@ int merge_ledger_parse(MergeLedger *l, const char *text, const char *name) {
         return state_file_parse_lines(text, name, ledger_parse_one, l);
 }
 
-static void ledger_persist(const MergeLedger *l) {
+static void ledger_persist(MergeLedger *l) {
         if (!l->path)
                 return;
         _cleanup_free_ char *text = merge_ledger_format(l);
         (void) write_state_file_logged(l->path, text,
-                                       "what this daemon switched on, for UnmergeOnExit= after a restart", NULL);
+                                       "what this daemon switched on, for UnmergeOnExit= after a restart",
+                                       &l->write_error);
+}
+
+int merge_ledger_flush(MergeLedger *l) {
+        if (l->write_error < 0)
+                ledger_persist(l);
+        return l->path ? l->write_error : 0;
 }
 
 int merge_ledger_load(MergeLedger *l, const char *path, const Root *root) {
@@ -1449,8 +1463,18 @@ static void *worker_main(void *userdata) {
                         pthread_cond_broadcast(&w->cond);
                         continue;
                 }
-                if (left > 0)
-                        cond_wait_until(w, now_usec(CLOCK_MONOTONIC) + ABANDONED_POLL_USEC);
+                /* Idle: a state file whose write failed is written again
+                 * now, and looked at again in a while if that fails too. A
+                 * restart before its next change would read what it was
+                 * before the change (a readmission without the process's
+                 * ranges, an UnmergeOnExit= that misses what was switched
+                 * on). Only this thread writes them, and the ledger only
+                 * under the lock (push_done_locked). */
+                bool unsaved = merge_restore_book_flush(&w->restore) < 0;
+                unsaved |= merge_ledger_flush(&w->ledger) < 0;
+                if (left > 0 || unsaved)
+                        cond_wait_until(w, now_usec(CLOCK_MONOTONIC) +
+                                                   (left > 0 ? ABANDONED_POLL_USEC : MERGE_SAVE_RETRY_USEC));
                 else
                         pthread_cond_wait(&w->cond, &w->lock);
         }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -272,6 +273,67 @@ static void test_restore_book(void **state) {
         merge_restore_book_done(&c);
 }
 
+static char *read_text(const char *path) {
+        static char buf[256];
+        FILE *f = fopen(path, "r");
+        if (!f)
+                return NULL;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        return buf;
+}
+
+/* A state file whose write failed (a full /run, a directory gone) is written
+ * again by the flush the merge worker calls while idle, not only at its next
+ * change: a restart in between would read what it was before. */
+static void test_state_files_written_again(void **state) {
+        char dir[] = "/tmp/test-flush-XXXXXX", sub[64], path[96], book_path[96];
+        assert_non_null(mkdtemp(dir));
+        snprintf(sub, sizeof sub, "%s/run", dir);
+        snprintf(path, sizeof path, "%s/enabled", sub);
+        snprintf(book_path, sizeof book_path, "%s/restore-ranges", sub);
+
+        /* the directory is not there yet: the change is kept, the write fails */
+        MergeLedger l = {};
+        assert_int_equal(merge_ledger_load(&l, path, NULL), 0);
+        MergeOutcome on = { .pid = 30, .start_time_ticks = 7, .action = MERGE_ACTION_ENABLE,
+                            .kind = MERGE_OUTCOME_DONE, .used = MERGE_METHOD_INJECT };
+        MergeReport r = { .outcomes = &on, .n = 1 };
+        assert_int_equal(merge_ledger_update(&l, &r), 1);
+        assert_int_equal(l.n, 1);
+        assert_true(l.write_error < 0);
+        assert_true(merge_ledger_flush(&l) < 0);
+        assert_null(read_text(path));
+
+        MergeRestoreBook b = {};
+        assert_int_equal(merge_restore_book_load(&b, book_path, NULL), 0);
+        assert_int_equal(merge_restore_book_parse(&b, "31 8 any 1\n", "test"), 1);
+        b.write_error = -ENOSPC; /* as a failed write leaves it */
+        assert_true(merge_restore_book_flush(&b) < 0);
+
+        /* there again: the next flush writes both, and a flush with
+         * nothing failed writes nothing */
+        assert_int_equal(mkdir(sub, 0700), 0);
+        assert_int_equal(merge_ledger_flush(&l), 0);
+        assert_string_equal(read_text(path), "30 7 inject 0\n");
+        assert_int_equal(merge_restore_book_flush(&b), 0);
+        assert_string_equal(read_text(book_path), "31 8 any 1\n");
+        unlink(path);
+        assert_int_equal(merge_ledger_flush(&l), 0);
+        assert_null(read_text(path));
+
+        /* not persisted: nothing to flush */
+        MergeLedger none = {};
+        assert_int_equal(merge_ledger_flush(&none), 0);
+
+        unlink(book_path);
+        rmdir(sub);
+        rmdir(dir);
+        merge_ledger_done(&l);
+        merge_restore_book_done(&b);
+}
+
 static void test_seccomp_eval(void **state) {
         const struct sock_filter f[] = {
                 BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
@@ -323,6 +385,7 @@ int main(void) {
                 cmocka_unit_test(test_pid1_refused),
                 cmocka_unit_test(test_ledger),
                 cmocka_unit_test(test_restore_book),
+                cmocka_unit_test(test_state_files_written_again),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
