@@ -35,7 +35,21 @@
  * 2.7-3.0 s to merge (bound ~2.1 s), or 4.8 s and 2.2-2.3 s, against
  * 5.0 s and 1.3 s bursting through. Each pass over the fleet re-searches
  * every unmerged page in the unstable tree (4-10 us a page), and the last
- * arrival needs one. */
+ * arrival needs one.
+ *
+ * Why bursting through costs what it does (2026-12-04): a page identical to
+ * one already merged still needs two looks. cmp_and_merge_page() returns
+ * when the page's checksum differs from the one of its previous look (a new
+ * rmap item has none) before it searches the stable tree (mm/ksm.c, 6.12;
+ * on 6.18 S4's later arrivals merged in the pass after the one that met
+ * them, as the first pair did). An arrival put behind ksmd's cursor is met
+ * a lap later, and merges a lap after that: two laps over everything in KSM
+ * per arrival. Measured in S4 bursting through: 2.85M pages scanned, 2.07
+ * laps of the fleet as it grew (a lap of k processes is k x 65536 pages,
+ * 1.38M summed over the six), 4.9 s of ksmd. Fewer laps need one arrival's
+ * second lap to be the next one's first, a lap as long as the gap between
+ * arrivals (~1 s here); then the last arrival merges about two gaps after
+ * it entered, over S4's bound (aggressive's ~0.4 s + 1 s). */
 #define ARRIVAL_GAP_USEC (500 * USEC_PER_MSEC)
 #define ARRIVAL_HOLD_USEC (400 * USEC_PER_MSEC)
 #define ARRIVAL_MAX_HOLD_USEC (5 * USEC_PER_SEC)
