@@ -462,6 +462,16 @@ static void test_unmet_floor_scales_with_set(void **state) {
         sim_step(&y, 5 * SEC, 50000, 0, 0, 174000 / 32, 50 * 1000 * 1000);
         assert_true(tune_mode_is_burst(y.c.mode));
         assert_non_null(strstr(y.c.reason, "newly mergeable"));
+        /* Nor does a growth that would not start a burst keep one going:
+         * passes that each meet 1/64 of the set and merge nothing are
+         * barren (Q1's booting guests kept a burst going for 22 passes so),
+         * and one that meets 1/32 pays. */
+        sim_step(&y, 250 * MS, 174000, 1, 0, 174000 / 32, 200 * 1000 * 1000);
+        assert_int_equal(y.m.scans_without_gain, 0);
+        for (unsigned i = 0; i < 6 && y.c.mode != TUNE_MODE_MAINTAIN; i++)
+                sim_step(&y, 250 * MS, 174000, 1, 0, 174000 / 64, 200 * 1000 * 1000);
+        assert_int_equal(y.c.mode, TUNE_MODE_MAINTAIN);
+        assert_true(decided(&y, "backing off: 2 full scans without new sharing"));
 
         /* at least BurstMinNewPages= on a small set */
         Model small;
