@@ -59,9 +59,10 @@ typedef struct LockHolder {
         int tgid;                       /* of a writer seen acquiring or releasing it, -1 none;
                                          * the trace's hint until the daemon confirms it */
         /* The writer tasks (the trace's pid column), the first that tgid is
-         * the hint of first: any one still running tells the process, and
-         * a short-lived first writer (a thread gone before the window
-         * ends) must not hide the others. Up to LOCK_HOLDER_MAX_TIDS. */
+         * the hint of first, then the latest new ones: any one still
+         * running tells the process, and a short-lived first writer (a
+         * thread gone before the window ends) must not hide the others. Up
+         * to LOCK_HOLDER_MAX_TIDS (holder_note_writer). */
         int tids[LOCK_HOLDER_MAX_TIDS];
         uint64_t tid_nsec[LOCK_HOLDER_MAX_TIDS]; /* each one's first write lock event (trace clock) */
         unsigned n_tids;

@@ -242,7 +242,7 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                  * gone before it could be asked the hint stands: a thread
                  * that entered its process in KSM and exited is common, and
                  * what hangs on this pid is a log line and a contender's
-                 * age, never an action (confirm_holders is stricter). */
+                 * age, never an action (tuner_confirm_holders is stricter). */
                 if (logged || woke || (e->tgid > 0 && e->tgid != e->pid)) {
                         _cleanup_close_ int dfd = -EBADF;
                         _cleanup_free_ char *c = NULL;
@@ -345,8 +345,8 @@ static void on_window_event(const TraceEvent *e, void *userdata) {
  * time outside the window (another trace clock) falls back to the
  * window's start: a thread started within the window then reads as
  * reused, and its process is judged by the next window instead. */
-static void confirm_holders(ContentionWindow *w, const Root *root, uint64_t window_start_usec) {
-        uint64_t boot_now = now_usec(CLOCK_BOOTTIME), mono_now = now_usec(CLOCK_MONOTONIC);
+void tuner_confirm_holders(ContentionWindow *w, const Root *root, uint64_t window_start_usec, uint64_t mono_now,
+                           uint64_t boot_now) {
         for (size_t i = 0; i < w->n_holders; i++) {
                 LockHolder *h = &w->holders[i];
                 bool confirmed = false, main_gone = false;
@@ -410,7 +410,8 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 scanned -= t->window_scanned_before;
         else
                 scanned = 0;
-        confirm_holders(&t->window, t->root, t->window_start_usec);
+        tuner_confirm_holders(&t->window, t->root, t->window_start_usec, now_usec(CLOCK_MONOTONIC),
+                              now_usec(CLOCK_BOOTTIME));
         model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
         for (size_t i = 0; i < t->model.n_contenders; i++) {
                 ModelContender *x = &t->model.contenders[i];

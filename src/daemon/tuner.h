@@ -7,6 +7,7 @@
 #include <systemd/sd-event.h>
 
 #include "conf.h"
+#include "contention.h"
 #include "controller.h"
 #include "decisions.h"
 #include "model.h"
@@ -71,5 +72,12 @@ const SmartScanWorkaround *tuner_smart_scan_workaround(const Tuner *t);
 const Model *tuner_model(const Tuner *t);
 const Controller *tuner_controller(const Tuner *t);
 /* controller_adopt_exclusion() */
+/* Confirms each holder of a contention window that ksmd met by one of its
+ * writer tasks still running (its tgid then replaces the trace's hint), or
+ * sets its tgid to -1 (blamed for nothing) when that cannot be told:
+ * tuner.c says how. The clocks are now's, CLOCK_MONOTONIC (the trace's)
+ * and CLOCK_BOOTTIME (/proc/PID/stat's); exposed for tests. */
+void tuner_confirm_holders(ContentionWindow *w, const Root *root, uint64_t window_start_usec, uint64_t mono_now,
+                           uint64_t boot_now);
 int tuner_adopt_exclusion(Tuner *t, int pid, uint64_t start_time_ticks, uint64_t since_usec, bool due,
                           const char *comm, uint64_t now_usec);

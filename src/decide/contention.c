@@ -397,14 +397,22 @@ static void window_add_khugepaged(ContentionWindow *w, const TraceEvent *e) {
 
 /* The mm's writer, from the first of its write locks the window saw,
  * acquired or released: the process to blame for ksmd's waits on it; and
- * the first few writer tasks, to confirm it by. */
+ * writer tasks to confirm it by: the first (the hint's) and the latest new
+ * ones. When the slots are full a new writer pushes out the oldest but the
+ * first: in a pool whose threads come and go, the writers seen last are the
+ * likeliest to be still there when the window ends. */
 static void holder_note_writer(LockHolder *h, const TraceEvent *e) {
         if (h->tgid < 0)
                 h->tgid = e->tgid >= 0 ? e->tgid : e->pid;
         bool known = false;
         for (unsigned i = 0; i < h->n_tids && !known; i++)
                 known = h->tids[i] == e->pid;
-        if (!known && e->pid > 0 && h->n_tids < LOCK_HOLDER_MAX_TIDS) {
+        if (!known && e->pid > 0) {
+                if (h->n_tids == LOCK_HOLDER_MAX_TIDS) {
+                        memmove(&h->tids[1], &h->tids[2], (LOCK_HOLDER_MAX_TIDS - 2) * sizeof h->tids[0]);
+                        memmove(&h->tid_nsec[1], &h->tid_nsec[2], (LOCK_HOLDER_MAX_TIDS - 2) * sizeof h->tid_nsec[0]);
+                        h->n_tids--;
+                }
                 h->tids[h->n_tids] = e->pid;
                 h->tid_nsec[h->n_tids++] = e->time_nsec;
         }

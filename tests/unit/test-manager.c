@@ -19,6 +19,7 @@
 #include "fake-tree.h"
 #include "fileio.h"
 #include "manager.h"
+#include "tuner.h"
 #include "util.h"
 
 typedef struct Fixture {
@@ -372,10 +373,85 @@ static void test_no_ksm(void **state) {
         fake_tree_done(&t);
 }
 
+/* A task of /proc: its stat (start time in ticks since boot) and status. */
+static void write_task(FakeTree *t, int tid, int tgid, unsigned long long start_ticks) {
+        char rel[64], buf[512];
+        snprintf(rel, sizeof rel, "proc/%d/stat", tid);
+        snprintf(buf, sizeof buf,
+                 "%d (worker) S 1 42 42 0 -1 0 100 0 0 0 12 34 0 0 20 0 1 0 %llu 1048576 256 "
+                 "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
+                 tid, start_ticks);
+        fake_write(t, rel, buf);
+        snprintf(rel, sizeof rel, "proc/%d/status", tid);
+        snprintf(buf, sizeof buf, "Name:\tworker\nTgid:\t%d\nPid:\t%d\nUid:\t0\t0\t0\t0\n", tgid, tid);
+        fake_write(t, rel, buf);
+}
+
+static LockHolder *holder(ContentionWindow *w, int hint, const int *tids, const uint64_t *at_sec, unsigned n) {
+        LockHolder *h = &w->holders[w->n_holders++];
+        *h = (LockHolder) { .mm = 0x1000 + w->n_holders, .tgid = hint, .ksmd_waits = 1 };
+        for (unsigned i = 0; i < n; i++) {
+                h->tids[i] = tids[i];
+                h->tid_nsec[i] = at_sec[i] * NSEC_PER_SEC;
+        }
+        h->n_tids = n;
+        return h;
+}
+
+/* Whom a window blames for ksmd's waits: a writer task still running tells
+ * its process, whatever the trace's hint said; a task number reused since
+ * its event vouches for nobody; the hint stands only where it names the
+ * main thread of a process that is gone. CLOCK_MONOTONIC 1000 s is
+ * CLOCK_BOOTTIME 1005 s here (5 s suspended). */
+static void test_confirm_holders(void **state) {
+        FakeTree t;
+        _cleanup_(root_freep) Root *root = NULL;
+        long hz = sysconf(_SC_CLK_TCK);
+        unsigned long long per_sec = (unsigned long long) (hz > 0 ? hz : 100);
+        const uint64_t mono_now = 1000 * USEC_PER_SEC, boot_now = 1005 * USEC_PER_SEC, start = 980 * USEC_PER_SEC;
+        ContentionWindow w = {};
+
+        fake_tree_init(&t);
+        fake_tree_populate_minimal(&t);
+        /* 813 gone; 814 a thread of 820 since boot 990 s */
+        write_task(&t, 814, 820, 990 * per_sec);
+        /* 830: a task started at boot 996 s, after its number's event at
+         * mono 990 s (boot 995 s) */
+        write_task(&t, 830, 830, 996 * per_sec);
+        /* 850: a thread of 851 started inside the window (boot 992 s),
+         * before its own first write lock (mono 988 s = boot 993 s) */
+        write_task(&t, 850, 851, 992 * per_sec);
+        assert_int_equal(root_open(t.path, &root), 0);
+
+        LockHolder *a = holder(&w, 812, (int[]) { 813, 814 }, (uint64_t[]) { 985, 986 }, 2);
+        LockHolder *b = holder(&w, 830, (int[]) { 830 }, (uint64_t[]) { 990 }, 1);
+        LockHolder *c = holder(&w, 840, (int[]) { 840 }, (uint64_t[]) { 990 }, 1);
+        LockHolder *d = holder(&w, 845, (int[]) { 846 }, (uint64_t[]) { 990 }, 1);
+        LockHolder *e = holder(&w, 851, (int[]) { 850 }, (uint64_t[]) { 988 }, 1);
+        /* ksmd never met it: not read, whatever its tasks */
+        LockHolder *f = holder(&w, 830, (int[]) { 830 }, (uint64_t[]) { 990 }, 1);
+        f->ksmd_waits = 0;
+        /* an event time outside the window (another trace clock): the
+         * window's start stands in, and 850, started after it, reads as
+         * reused */
+        LockHolder *g = holder(&w, 851, (int[]) { 850 }, (uint64_t[]) { 5 }, 1);
+
+        tuner_confirm_holders(&w, root, start, mono_now, boot_now);
+        assert_int_equal(a->tgid, 820);  /* the live writer's process, not the hint */
+        assert_int_equal(b->tgid, -1);   /* reused since: blamed for nothing */
+        assert_int_equal(c->tgid, 840);  /* a gone main thread: the hint stands */
+        assert_int_equal(d->tgid, -1);   /* a gone thread of another number: nobody */
+        assert_int_equal(e->tgid, 851);  /* started in the window, before its event */
+        assert_int_equal(f->tgid, 830);
+        assert_int_equal(g->tgid, -1);
+        fake_tree_done(&t);
+}
+
 int main(void) {
         /* Not a service: READY= and STATUS= must not reach a supervisor. */
         unsetenv("NOTIFY_SOCKET");
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_confirm_holders),
                 cmocka_unit_test_setup_teardown(test_tick_writes_knobs_and_restores, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_pause_resume_mode, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_tick_process_table, setup, teardown),
