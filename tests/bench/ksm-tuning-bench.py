@@ -1430,20 +1430,30 @@ class MergingSeries(threading.Thread):
         self.t_start = t_start
         self.pids = []
         self.series = []
+        # The same sum without one guest (Q1: the contended one, which the
+        # daemon excludes, forgoing its merged pages until the readmission)
+        self.apart = None
+        self.series_apart = []
         self.stop_ev = threading.Event()
 
-    def total(self):
-        n = 0
+    def totals(self):
+        n = n_apart = 0
         for pid in list(self.pids):
             try:
-                n += read_int(f"/proc/{pid}/ksm_merging_pages")
+                v = read_int(f"/proc/{pid}/ksm_merging_pages")
             except (OSError, ValueError):
-                pass
-        return n
+                continue
+            n += v
+            if pid != self.apart:
+                n_apart += v
+        return n, n_apart
 
     def run(self):
         while True:
-            self.series.append((round(time.monotonic() - self.t_start, 2), self.total()))
+            t = round(time.monotonic() - self.t_start, 2)
+            n, n_apart = self.totals()
+            self.series.append((t, n))
+            self.series_apart.append((t, n_apart))
             if self.stop_ev.wait(0.5):
                 return
 
@@ -1566,6 +1576,8 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
                 if churn:
                     churned = tenants[name]
         merging.pids = [t.pid for t in tenants.values()]
+        if "contended" in tenants:
+            merging.apart = tenants["contended"].pid
         if logpath and churned:
             watch = contender_watch(logpath, tenants["contended"].pid)
         wait_tenants_ready(late, args.tenant_boot_timeout)
@@ -1620,6 +1632,7 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
             "saved_bytes": (c1["pages_sharing"] - c0["pages_sharing"]) * PAGE,
             "sharing_series": sampler.series,
             "merging_series": merging.series,
+            "merging_series_kept": merging.series_apart if merging.apart else None,
             "merged_bytes": merging.series[-1][1] * PAGE,
             "guests": guests_out,
             "late_guest_cpu_s": sum(g["cpu_to_marker_s"] for g in guests_out.values() if g["late"]),
@@ -1663,10 +1676,22 @@ def annotate_tenants(by_peer):
     if not ag or med([r.get("merged_bytes") for r in ag]) is None:
         return None
     goal = 0.9 * med([r.get("merged_bytes") for r in ag]) / PAGE
+    # The same over the guests other than the contended one: the daemon
+    # excludes that guest, and its merged pages go with it until the
+    # readmission (MADV_UNMERGEABLE and PR_SET_MEMORY_MERGE 0 both unmerge
+    # before ksmd stops visiting the mm). In a run where the exclusion
+    # comes before 90% of aggressive's total, that total is out of reach
+    # until the readmission (ReadmitAfter= later), however fast the others
+    # merge; this figure tells the tuning's speed from that. Not a target.
+    kept = [r["merging_series_kept"][-1][1] for r in ag if r.get("merging_series_kept")]
+    goal_kept = 0.9 * med(kept) if kept else None
     for runs in by_peer.values():
         for r in runs:
             hit = [t for t, s in r.get("merging_series", []) if s >= goal]
             r["t90_s"] = hit[0] if hit else None
+            if goal_kept is not None and r.get("merging_series_kept"):
+                hit = [t for t, s in r["merging_series_kept"] if s >= goal_kept]
+                r["t90_kept_s"] = hit[0] if hit else None
     return goal
 
 
@@ -1731,6 +1756,7 @@ COLUMNS = [
     # Q1/Q2 (run_tenants, annotate_tenants)
     ("merged MiB", lambda r: r["merged_bytes"] / (1 << 20) if "merged_bytes" in r else None, "{:.0f}"),
     ("t90 s", lambda r: r.get("t90_s"), "{:.1f}"),
+    ("t90 w/o contended s", lambda r: r.get("t90_kept_s"), "{:.1f}"),
     ("late boot s", lambda r: r.get("late_guest_boot_s"), "{:.1f}"),
     ("guest cpu s", lambda r: r.get("late_guest_cpu_s"), "{:.2f}"),
     ("guest sys s", lambda r: r.get("late_guest_stime_s"), "{:.2f}"),
@@ -2103,9 +2129,12 @@ def tenant_targets(results):
                 f"{sm / (1 << 20):.0f} MiB vs {sa / (1 << 20):.0f} MiB ({100 * sm / sa:.1f}%)" if sa else "-")
         tm, ta = metric(me, lambda r: r.get("t90_s")), metric(ag, lambda r: r.get("t90_s"))
         never = any(r.get("t90_s") is None for r in me)
+        km, ka = metric(me, lambda r: r.get("t90_kept_s")), metric(ag, lambda r: r.get("t90_kept_s"))
         verdict("Q1 time to 90% of aggressive's savings <= 1.5x aggressive's",
                 (not never and tm <= 1.5 * ta) if ta else None,
-                f"{fmt(tm, '{:.1f}')}s vs bound {fmt(ta and 1.5 * ta, '{:.1f}')}s" + ("; not reached" if never else ""))
+                f"{fmt(tm, '{:.1f}')}s vs bound {fmt(ta and 1.5 * ta, '{:.1f}')}s" + ("; not reached" if never else "") +
+                (f" (the guests but the contended one, which the daemon excludes: {fmt(km, '{:.1f}')}s vs "
+                 f"{fmt(ka and 1.5 * ka, '{:.1f}')}s)" if ka else ""))
     if me and de:
         cm, cd = metric(me, lambda r: r["ksmd_cpu_s"]), metric(de, lambda r: r["ksmd_cpu_s"])
         verdict("Q1 ksmd CPU over the window <= 2x defaults'", cm <= 2 * cd, f"{cm:.2f}s vs {2 * cd:.2f}s")

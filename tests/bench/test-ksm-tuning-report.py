@@ -215,6 +215,18 @@ class Targets(unittest.TestCase):
         self.assertEqual(v["Q1 ksmd CPU over the window <= 2x defaults'"], "PASS")                 # 5 <= 6
         self.assertEqual(v["Q1 mem-merge=off guest unmerged and untouched (defaults)"], "PASS")
         self.assertEqual(v["Q1 contended guest excluded and readmitted (ksmtuned2)"], "PASS")
+        # t90 over the guests but the contended one: a figure, the verdict
+        # stays on all of them
+        res["Q1"]["aggressive"][0]["merging_series_kept"] = [(0.5, 0), (5.0, 80000), (10.0, 90000)]
+        res["Q1"]["ksmtuned2"][0]["merging_series_kept"] = [(0.5, 0), (6.0, 81000), (20.0, 89000)]
+        v = verdicts(res)
+        self.assertEqual(res["Q1"]["aggressive"][0]["t90_kept_s"], 10.0)  # 90% of 90000 = 81000
+        self.assertEqual(res["Q1"]["ksmtuned2"][0]["t90_kept_s"], 6.0)
+        self.assertIsNone(res["Q1"]["defaults"][0].get("t90_kept_s"))  # no kept series: no figure
+        self.assertEqual(v["Q1 time to 90% of aggressive's savings <= 1.5x aggressive's"], "PASS")
+        out = io.StringIO()
+        bench.print_table("Q1", res["Q1"], 120, out)
+        self.assertIn("t90 w/o contended s", out.getvalue())
         # an exclusion the kernel did not carry out is no exclusion
         events["exclusion failed"] = {"t_s": 20.1, "line": "method inject failed"}
         self.assertEqual(verdicts(res)["Q1 contended guest excluded and readmitted (ksmtuned2)"], "FAIL")
