@@ -72,6 +72,13 @@ struct Discovery {
         uint64_t last_scan_duration_usec;
         uint64_t full_scans, overflow_resyncs;
         uint64_t departed_rmap_max;     /* discovery_take_departed() */
+        /* The latest forks the proc connector told (discovery_take_fork) */
+        struct RecentFork {
+                int parent, child;
+                uint64_t ns;            /* the event's CLOCK_MONOTONIC */
+                bool taken;
+        } forks[DISCOVERY_RECENT_FORKS];
+        unsigned n_forks;               /* ring: the newest at (n_forks - 1) % DISCOVERY_RECENT_FORKS */
 
         Pending *pending;
         size_t n_pending, n_pending_alloc;
@@ -459,6 +466,10 @@ static void on_event(const ProcEvent *ev, void *userdata) {
         }
         switch (ev->type) {
         case PROC_EV_FORK:
+                if (ev->parent_pid > 0)
+                        d->forks[d->n_forks++ % DISCOVERY_RECENT_FORKS] = (struct RecentFork) {
+                                .parent = ev->parent_pid, .child = ev->pid, .ns = ev->timestamp_ns
+                        };
                 (void) pending_add_full(d, ev->pid, ev->parent_pid > 0, 0, false);
                 break;
         case PROC_EV_UID:
@@ -846,6 +857,23 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
                 d->unmet_wake_usec = now;
                 d->opts.unmet_grew(d->opts.userdata);
         }
+}
+
+int discovery_take_fork(Discovery *d, int parent, uint64_t since_ns, uint64_t until_ns) {
+        /* what the kernel sent until now, so a fork just made is in */
+        if (d->events)
+                (void) proc_events_drain(d->events, 64);
+        struct RecentFork *best = NULL;
+        for (unsigned i = 0; i < MIN(d->n_forks, (unsigned) DISCOVERY_RECENT_FORKS); i++) {
+                struct RecentFork *f = &d->forks[i];
+                if (!f->taken && f->parent == parent && f->ns >= since_ns && f->ns <= until_ns &&
+                    (!best || f->ns < best->ns))
+                        best = f;
+        }
+        if (!best)
+                return 0;
+        best->taken = true;
+        return best->child;
 }
 
 uint64_t discovery_take_departed(Discovery *d) {

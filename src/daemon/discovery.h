@@ -94,6 +94,13 @@ uint64_t discovery_unmet_pages(Discovery *d);
  * passes, which then show less memory met and less sharing than they found. */
 uint64_t discovery_take_departed(Discovery *d);
 
+/* The child of the first fork by process parent that the proc connector
+ * reported at a CLOCK_MONOTONIC time within [since_ns, until_ns] and that no
+ * earlier call took, or 0 (none, or no proc connector). Reads what the
+ * connector has queued first. Of the latest DISCOVERY_RECENT_FORKS forks. */
+#define DISCOVERY_RECENT_FORKS 256
+int discovery_take_fork(Discovery *d, int parent, uint64_t since_ns, uint64_t until_ns);
+
 /* Once per manager tick: polling scan or slow resync, refresh of the
  * processes a policy matched, ksm_stat reads, and the ProcessAction entries
  * for "merge wanted but not on" (and "never, but on") appended to plan. */

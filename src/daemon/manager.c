@@ -359,6 +359,13 @@ static void manager_wake(void *userdata) {
         manager_request_tick(userdata);
 }
 
+/* The tuner asks whether a ksm_enter was a fork's (discovery's proc
+ * connector events). */
+static int manager_fork_child(void *userdata, int parent, uint64_t since_ns, uint64_t until_ns) {
+        Manager *m = userdata;
+        return m->discovery ? discovery_take_fork(m->discovery, parent, since_ns, until_ns) : 0;
+}
+
 void manager_note_request(Manager *m, const char *origin, const char *what) {
         const Decision *d = decision_log_add(&m->decisions, "admin", "%s (requested %s)", what, origin);
         log_struct(LOG_NOTICE, LOG_FIELDS(.message_id = KSMTUNED2_MESSAGE_ADMIN_REQUEST, .decision = d->kind), "%s",
@@ -538,6 +545,7 @@ int manager_start_stages(Manager *m) {
                 return log_error_errno(r, "Failed to set up tuning: %m");
         tuner_set_kernel(m->tuner, &m->probe,
                          (m->knobs.saved_mask & (UINT64_C(1) << KSM_SMART_SCAN)) ? (int) m->knobs.original[KSM_SMART_SCAN] : -1);
+        tuner_set_fork_lookup(m->tuner, manager_fork_child, m);
         manager_exclusions_adopt(m);
         return 0;
 }

@@ -36,7 +36,10 @@
  * the same shape (seeded by S + 1000, so they merge among themselves) and
  * marks them as the first ones were, then prints "grown ADDR": memory added
  * to an mm already in KSM, as a guest's hot-plugged RAM is, with no new
- * ksm_enter (the kernel calls it once per mm). */
+ * ksm_enter (the kernel calls it once per mm). "fork" forks a child that
+ * exits at once (a fork before an exec), waits for it and prints "forked
+ * PID": the kernel puts the child's mm into KSM as it copies the parent's
+ * (ksm_fork), a ksm_enter in the parent's name. */
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
@@ -49,6 +52,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -195,6 +199,19 @@ static void churn_print_stats(Churn *churn, unsigned n, uint64_t start_ns) {
         fflush(stdout);
 }
 
+static void fork_child(void) {
+        pid_t c = fork();
+        if (c == 0)
+                _exit(0);
+        if (c < 0) {
+                fprintf(stderr, "ksm-workload: fork: %s\n", strerror(errno));
+                return;
+        }
+        (void) waitpid(c, NULL, 0);
+        printf("forked %d\n", (int) c);
+        fflush(stdout);
+}
+
 static void grow(unsigned long unique, unsigned long copies, unsigned long seed, const char *merge, size_t page) {
         size_t len = unique * copies * page, words = page / sizeof(uint64_t);
         uint8_t *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -338,6 +355,8 @@ int main(int argc, char **argv) {
                                         churn_print_stats(churn, (unsigned) churn_threads, stats_start_ns);
                                 else if (strcmp(cmd, "grow") == 0)
                                         grow(unique, copies, seed + 1000, merge, page);
+                                else if (strcmp(cmd, "fork") == 0)
+                                        fork_child();
                                 cmd_len -= (size_t) (nl + 1 - cmd);
                                 memmove(cmd, nl + 1, cmd_len + 1);
                         }

@@ -3,11 +3,12 @@
 # With the daemon running on real KSM: a victim's duplicates merge quickly
 # (the daemon sees it enter KSM through its private tracefs instance and
 # bursts), ksmd's rate comes back down once full scans stop finding new
-# sharing, the decisions say why, and SIGTERM puts every knob back and
-# removes the tracefs instance.
+# sharing, the decisions say why, a fork of the merged victim starts no
+# burst, and SIGTERM puts every knob back and removes the tracefs instance.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
+. "$SOURCE_ROOT/tests/lib/wait.sh"
 
 tmp=$(mktemp -d)
 daemon_pid=
@@ -91,6 +92,32 @@ echo "back down to $(rate) pages/s: $(grep -o 'backing off: .*' "$tmp/log" | hea
 sleep 3
 [ "$(rate)" -le 5000 ] || fail "rate went up again without new memory: $(rate) pages/s"
 [ "$(cat /proc/$victim_pid/ksm_merging_pages)" -ge 8192 ] || fail "victim lost its merged pages"
+
+# A fork of a process in KSM puts the child's mm into KSM in the parent's
+# name (ksm_fork). The child's pages are its parent's, shared copy-on-write:
+# nothing to merge, and no burst (there was one per fork: 3.2 s of ksmd in
+# 40 s for a 256 MiB process forking every 2 s). Told apart by the proc
+# connector's fork event.
+if [ "$have_trace" = 1 ] && grep -q "Process discovery: proc connector events" "$tmp/log"; then
+        bursts=$(grep -c "^ksmtuned2: burst: " "$tmp/log")
+        forked_logged() { grep -q "ksm_enter: pid $victim_pid (ksm-workload) forked pid $1," "$tmp/log"; }
+        ticks() { grep -c "^ksmtuned2: tick: " "$tmp/log"; }
+        for i in 1 2 3; do
+                echo fork >&8
+                wait_for 5 eval '[ "$(grep -c "^forked " "$tmp/victim")" -ge '$i' ]' || fail "the victim did not fork"
+                child=$(awk '/^forked/ {c = $2} END {print c}' "$tmp/victim")
+                wait_for 10 forked_logged "$child" || fail "fork $i (child $child) not told apart from a process entering KSM"
+        done
+        # the tick that told the last one and the one after it have decided
+        t0=$(ticks)
+        wait_for 10 eval '[ "$(ticks)" -ge $((t0 + 2)) ]' || fail "no tick after the forks"
+        [ "$(grep -c "^ksmtuned2: burst: " "$tmp/log")" = "$bursts" ] ||
+                fail "a fork of the victim started a burst: $(grep "^ksmtuned2: burst: " "$tmp/log" | tail -1)"
+        [ "$(rate)" -le 5000 ] || fail "rate went up after the forks: $(rate) pages/s"
+        echo "3 forks of the merged victim: told apart (child $child last), no burst, rate $(rate) pages/s"
+else
+        echo "note: no tracefs instance or no proc connector: forks are not told apart here"
+fi
 
 kill -TERM "$daemon_pid"; wait "$daemon_pid"; rc=$?; daemon_pid=
 [ "$rc" = 0 ] || fail "daemon exited $rc on SIGTERM"
