@@ -145,6 +145,8 @@ typedef struct Model {
         uint64_t unmet_notes;           /* model_note_unmet() growths, ever */
         uint64_t unmet_notes_at_scan_end; /* unmet_notes when the latest full scan was seen ending */
         uint64_t min_gain_pages;        /* below this a scan "found nothing" (noise) */
+        uint64_t burst_min_new_pages;   /* BurstMinNewPages=, the least new memory that starts a
+                                         * burst (model_unmet_floor); 0: min_gain_pages */
 
         /* newly mergeable memory */
         uint64_t new_mergeable_total;   /* pages: rmap growth and announced memory, ever (monotonic) */

@@ -1373,6 +1373,7 @@ struct MergeWorker {
         MergeLedger ledger;
         MergeRestoreBook restore;       /* this thread's alone */
         MmReader *reader;               /* ours, when the context brought none */
+        uint64_t save_retry_usec;       /* a state file's write failed: the next try, 0 none */
 };
 
 static void cond_wait_until(MergeWorker *w, uint64_t until_usec) {
@@ -1410,6 +1411,29 @@ static void worker_run_batch_locked(MergeWorker *w, ProcessAction *a, size_t n) 
         }
 }
 
+/* A state file whose write failed is written again every
+ * MERGE_SAVE_RETRY_USEC until it is. A restart before its next change would
+ * read what it was before the change (a readmission without the process's
+ * ranges, an UnmergeOnExit= that misses what was switched on). Only this
+ * thread touches the book and the ledger, so the lock is not held for the
+ * write (an fsync where RuntimeDirectory= is on disk). */
+static void worker_retry_saves(MergeWorker *w) {
+        bool failed = w->restore.write_error < 0 || w->ledger.write_error < 0;
+        uint64_t now = now_usec(CLOCK_MONOTONIC);
+        if (!failed) {
+                w->save_retry_usec = 0;
+                return;
+        }
+        if (w->save_retry_usec == 0)
+                /* just failed, in an action: the first try again in a while */
+                w->save_retry_usec = now + MERGE_SAVE_RETRY_USEC;
+        if (now < w->save_retry_usec)
+                return;
+        bool unsaved = merge_restore_book_flush(&w->restore) < 0;
+        unsaved |= merge_ledger_flush(&w->ledger) < 0;
+        w->save_retry_usec = unsaved ? now + MERGE_SAVE_RETRY_USEC : 0;
+}
+
 static void *worker_main(void *userdata) {
         MergeWorker *w = userdata;
 
@@ -1417,6 +1441,7 @@ static void *worker_main(void *userdata) {
         for (;;) {
                 pthread_mutex_unlock(&w->lock);
                 size_t left = inject_poll_abandoned();
+                worker_retry_saves(w);
                 pthread_mutex_lock(&w->lock);
 
                 if (w->unmerge_requested) {
@@ -1463,18 +1488,10 @@ static void *worker_main(void *userdata) {
                         pthread_cond_broadcast(&w->cond);
                         continue;
                 }
-                /* Idle: a state file whose write failed is written again
-                 * now, and looked at again in a while if that fails too. A
-                 * restart before its next change would read what it was
-                 * before the change (a readmission without the process's
-                 * ranges, an UnmergeOnExit= that misses what was switched
-                 * on). Only this thread writes them, and the ledger only
-                 * under the lock (push_done_locked). */
-                bool unsaved = merge_restore_book_flush(&w->restore) < 0;
-                unsaved |= merge_ledger_flush(&w->ledger) < 0;
-                if (left > 0 || unsaved)
-                        cond_wait_until(w, now_usec(CLOCK_MONOTONIC) +
-                                                   (left > 0 ? ABANDONED_POLL_USEC : MERGE_SAVE_RETRY_USEC));
+                if (left > 0)
+                        cond_wait_until(w, now_usec(CLOCK_MONOTONIC) + ABANDONED_POLL_USEC);
+                else if (w->save_retry_usec > 0)
+                        cond_wait_until(w, w->save_retry_usec);
                 else
                         pthread_cond_wait(&w->cond, &w->lock);
         }

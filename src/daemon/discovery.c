@@ -860,9 +860,6 @@ static void on_mm_read(MmReadResult *r, void *userdata) {
 }
 
 int discovery_take_fork(Discovery *d, int parent, uint64_t since_ns, uint64_t until_ns) {
-        /* what the kernel sent until now, so a fork just made is in */
-        if (d->events)
-                (void) proc_events_drain(d->events, 64);
         struct RecentFork *best = NULL;
         for (unsigned i = 0; i < MIN(d->n_forks, (unsigned) DISCOVERY_RECENT_FORKS); i++) {
                 struct RecentFork *f = &d->forks[i];
@@ -874,6 +871,12 @@ int discovery_take_fork(Discovery *d, int parent, uint64_t since_ns, uint64_t un
                 return 0;
         best->taken = true;
         return best->child;
+}
+
+bool discovery_was_in_ksm(Discovery *d, int pid, uint64_t before_ns) {
+        const Process *p = process_table_get(d->table, pid);
+        return p && p->ksm_stat_valid && p->ksm_stat_usec * NSEC_PER_USEC < before_ns &&
+               (p->ksm_stat.mergeable == 1 || p->ksm_stat.merge_any == 1 || p->ksm_stat.rmap_items > 0);
 }
 
 uint64_t discovery_take_departed(Discovery *d) {

@@ -96,10 +96,14 @@ uint64_t discovery_take_departed(Discovery *d);
 
 /* The child of the first fork by process parent that the proc connector
  * reported at a CLOCK_MONOTONIC time within [since_ns, until_ns] and that no
- * earlier call took, or 0 (none, or no proc connector). Reads what the
- * connector has queued first. Of the latest DISCOVERY_RECENT_FORKS forks. */
-#define DISCOVERY_RECENT_FORKS 256
+ * earlier call took, or 0 (none yet, or no proc connector). Of the latest
+ * DISCOVERY_RECENT_FORKS forks the event loop has read. */
+#define DISCOVERY_RECENT_FORKS 1024
 int discovery_take_fork(Discovery *d, int parent, uint64_t since_ns, uint64_t until_ns);
+/* Whether pid's mm was in KSM as of a ksm_stat read that finished before
+ * before_ns (CLOCK_MONOTONIC): merging on, or rmap items. false when not
+ * known. */
+bool discovery_was_in_ksm(Discovery *d, int pid, uint64_t before_ns);
 
 /* Once per manager tick: polling scan or slow resync, refresh of the
  * processes a policy matched, ksm_stat reads, and the ProcessAction entries

@@ -360,10 +360,22 @@ static void manager_wake(void *userdata) {
 }
 
 /* The tuner asks whether a ksm_enter was a fork's (discovery's proc
- * connector events). */
-static int manager_fork_child(void *userdata, int parent, uint64_t since_ns, uint64_t until_ns) {
+ * connector events). Only for a process whose mm was in KSM before the
+ * event: ksm_stat said so before it, or it has merged pages now (a merge
+ * takes ksmd two looks, so they are not of an mm that entered just now;
+ * ksm_merging_pages is lock-free). */
+static int manager_fork_child(void *userdata, int parent, uint64_t event_ns, uint64_t until_ns, bool *ret_in_ksm) {
         Manager *m = userdata;
-        return m->discovery ? discovery_take_fork(m->discovery, parent, since_ns, until_ns) : 0;
+        _cleanup_close_ int dfd = -EBADF;
+        uint64_t merging = 0;
+        if (!m->discovery) {
+                *ret_in_ksm = false;
+                return 0;
+        }
+        *ret_in_ksm = discovery_was_in_ksm(m->discovery, parent, event_ns) ||
+                      (root_open_pid_dir(m->root, parent, &dfd) >= 0 &&
+                       procfs_read_ksm_merging_pages(dfd, &merging) >= 0 && merging > 0);
+        return *ret_in_ksm ? discovery_take_fork(m->discovery, parent, event_ns, until_ns) : 0;
 }
 
 void manager_note_request(Manager *m, const char *origin, const char *what) {

@@ -68,12 +68,19 @@
  * short-lived child every 2 s made 20 bursts in 40 s, 3.2 s of ksmd against
  * none without the forks (each burst a few full scans of all ksmd tracks:
  * seconds of ksmd each on a 16 GiB host). The fork event follows the
- * ksm_enter within the same fork() call; FORK_MATCH_NSEC leaves room for the
- * parent to be preempted in between. An exec of a process with
- * PR_SET_MEMORY_MERGE puts its new mm into KSM in its own context, with no
- * fork event: that is a process entering, and bursts. */
+ * ksm_enter within the same fork() call, but only after the parent's page
+ * tables were copied (ksm_fork() runs first in dup_mmap(), the connector at
+ * the end of copy_process(): ~10 ms a GiB of parent), and the loop may read
+ * it up to a storm batch later. So an event whose fork is not in yet waits
+ * for it up to FORK_MATCH_NSEC, but only where the process's mm was in KSM
+ * before the event (its ksm_stat said so, or it has merged pages: the
+ * manager's lookup): an mm enters KSM once, and such an event is another
+ * mm's. A process entering for the first time is neither held back nor
+ * matched with a fork (vfork and posix_spawn make fork events too). An exec of a process with PR_SET_MEMORY_MERGE puts its new mm
+ * into KSM in its own context, with no fork event: held for the window,
+ * then a process entering, and bursts. */
 #define PENDING_ENTERS 64
-#define FORK_MATCH_NSEC (100 * NSEC_PER_MSEC)
+#define FORK_MATCH_NSEC (500 * NSEC_PER_MSEC)
 
 struct Tuner {
         sd_event *event;
@@ -121,7 +128,7 @@ struct Tuner {
         uint64_t enter_log_since_usec;  /* the current log period */
         unsigned enter_logged;          /* lines in it */
         uint64_t enter_suppressed;      /* events in it not logged */
-        int (*fork_child)(void *userdata, int parent, uint64_t since_ns, uint64_t until_ns);
+        TunerForkLookup fork_child;
         void *fork_userdata;
         struct PendingEnter {
                 int pid;
@@ -229,6 +236,7 @@ static void note_scan_end(Tuner *t, const TraceEvent *e) {
 /* A process entered KSM at now: the model starts a burst for it, and its
  * age as a contender counts from here. */
 static void note_enter(Tuner *t, int pid, const char *comm, uint64_t now, bool logged) {
+        t->enter_last_usec = MAX(t->enter_last_usec, now);
         model_note_ksm_enter(&t->model, now, pid, comm);
         t->enters[t->n_enters % RECENT_ENTERS].pid = pid;
         t->enters[t->n_enters % RECENT_ENTERS].full_scans = t->model.full_scans;
@@ -237,13 +245,40 @@ static void note_enter(Tuner *t, int pid, const char *comm, uint64_t now, bool l
                 log_debug("ksm_enter: pid %d (%s) made memory mergeable", pid, CESCAPE(comm, CESCAPE_ASCII));
 }
 
+/* A tick at due (CLOCK_MONOTONIC), or sooner, through the coalesced
+ * wake-up's timer. */
+static void wake_at(Tuner *t, uint64_t due) {
+        int on = SD_EVENT_OFF;
+        uint64_t armed = UINT64_MAX;
+        if (!t->enter_source)
+                return;
+        if (sd_event_source_get_enabled(t->enter_source, &on) >= 0 && on != SD_EVENT_OFF)
+                (void) sd_event_source_get_time(t->enter_source, &armed);
+        if (armed <= due)
+                return;
+        (void) sd_event_source_set_time(t->enter_source, due);
+        (void) sd_event_source_set_enabled(t->enter_source, SD_EVENT_ONESHOT);
+}
+
 /* The ksm_enter events read since the last tick, in their order: a fork's
- * is told apart (PENDING_ENTERS), the others are processes entering. */
-static void resolve_enters(Tuner *t) {
-        for (unsigned i = 0; t->fork_child && i < t->n_pending_enters; i++) {
+ * is told apart (PENDING_ENTERS), the others are processes entering. all:
+ * decide every one now (a full ring, the lookup going away), none waits
+ * for its fork event. */
+static void resolve_enters_now(Tuner *t, bool all) {
+        uint64_t now_ns = now_usec(CLOCK_MONOTONIC) * NSEC_PER_USEC, due = UINT64_MAX;
+        unsigned kept = 0;
+        for (unsigned i = 0; i < t->n_pending_enters; i++) {
                 const struct PendingEnter *p = &t->pending_enters[i];
-                int child = t->fork_child(t->fork_userdata, p->pid, p->event_nsec, p->event_nsec + FORK_MATCH_NSEC);
-                if (child > 0) {
+                bool in_ksm = false;
+                int child = t->fork_child ? t->fork_child(t->fork_userdata, p->pid, p->event_nsec,
+                                                          p->event_nsec + FORK_MATCH_NSEC, &in_ksm)
+                                          : 0;
+                /* Only where its mm was in KSM before: a fork enters the
+                 * child's only then, and a process entering for the first
+                 * time that spawns a program at once (vfork and
+                 * posix_spawn make fork events too, with no ksm_enter) is
+                 * still an arrival. */
+                if (child > 0 && in_ksm) {
                         t->forks_seen++;
                         if (p->logged)
                                 log_debug("ksm_enter: pid %d (%s) forked pid %d, whose mm entered KSM with the "
@@ -251,9 +286,22 @@ static void resolve_enters(Tuner *t) {
                                           p->pid, CESCAPE(p->comm, CESCAPE_ASCII), child);
                         continue;
                 }
+                if (!all && in_ksm && now_ns < p->event_nsec + FORK_MATCH_NSEC) {
+                        /* its mm was in KSM already: another mm's, a fork's
+                         * whose event is not in yet (or an exec's) */
+                        due = MIN(due, (p->event_nsec + FORK_MATCH_NSEC) / NSEC_PER_USEC + 1);
+                        t->pending_enters[kept++] = *p;
+                        continue;
+                }
                 note_enter(t, p->pid, p->comm, p->seen_usec, p->logged);
         }
-        t->n_pending_enters = 0;
+        t->n_pending_enters = kept;
+        if (due != UINT64_MAX)
+                wake_at(t, due);
+}
+
+static void resolve_enters(Tuner *t) {
+        resolve_enters_now(t, false);
 }
 
 static void on_trace_event(const TraceEvent *e, void *userdata) {
@@ -287,7 +335,6 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                 char comm[TASK_COMM_SIZE];
 
                 strscpy(comm, sizeof comm, e->comm);
-                t->enter_last_usec = now;
                 bool logged = log_get_max_level() >= LOG_DEBUG && enter_log_allowed(t, now);
                 bool woke = enter_wake(t, now);
                 /* The trace's tgid and comm are hints, often a former
@@ -317,7 +364,9 @@ static void on_trace_event(const TraceEvent *e, void *userdata) {
                         return;
                 }
                 if (t->n_pending_enters == PENDING_ENTERS)
-                        resolve_enters(t); /* a storm between two ticks: what came first, now */
+                        resolve_enters(t); /* a storm between two ticks: what can be told, now */
+                if (t->n_pending_enters == PENDING_ENTERS)
+                        resolve_enters_now(t, true);
                 struct PendingEnter *p = &t->pending_enters[t->n_pending_enters++];
                 *p = (struct PendingEnter) { .pid = pid, .event_nsec = e->time_nsec, .seen_usec = now,
                                              .logged = logged };
@@ -759,6 +808,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
                 return 0;
         }
         t->model.min_gain_pages = MAX(cfg->min_gain_pages, UINT64_C(1));
+        t->model.burst_min_new_pages = cfg->burst_min_new_pages;
         t->enter_gap_usec = MAX(cfg->burst_interval_usec, ENTER_WAKE_MIN_GAP_USEC);
         enter_log_roll(t, now_usec(CLOCK_MONOTONIC));
         /* Before the scans that end in this update are counted: a process
@@ -842,11 +892,10 @@ void tuner_note_unmet(Tuner *t, uint64_t pages) {
         t->have_unmet = true;
 }
 
-void tuner_set_fork_lookup(Tuner *t, int (*fork_child)(void *userdata, int parent, uint64_t since_ns, uint64_t until_ns),
-                           void *userdata) {
+void tuner_set_fork_lookup(Tuner *t, TunerForkLookup fork_child, void *userdata) {
         if (!t)
                 return;
-        resolve_enters(t);
+        resolve_enters_now(t, true);
         t->fork_child = fork_child;
         t->fork_userdata = userdata;
 }

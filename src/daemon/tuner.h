@@ -54,11 +54,12 @@ void tuner_note_unmet(Tuner *t, uint64_t pages);
  * tick (discovery_take_departed): for the tick that follows. */
 void tuner_note_departed(Tuner *t, uint64_t rmap_items);
 /* Who tells a fork's ksm_enter from a process entering KSM: fork_child
- * answers the child of parent's fork reported within [since_ns, until_ns]
- * (CLOCK_MONOTONIC), or 0. Without it every ksm_enter is a process
- * entering (tuner.c, PENDING_ENTERS). */
-void tuner_set_fork_lookup(Tuner *t, int (*fork_child)(void *userdata, int parent, uint64_t since_ns, uint64_t until_ns),
-                           void *userdata);
+ * says whether parent's mm was known to be in KSM before event_ns
+ * (CLOCK_MONOTONIC) and, where it was, answers the child of parent's fork
+ * reported within [event_ns, until_ns], or 0. Without it every ksm_enter
+ * is a process entering (tuner.c, PENDING_ENTERS). */
+typedef int (*TunerForkLookup)(void *userdata, int parent, uint64_t event_ns, uint64_t until_ns, bool *ret_in_ksm);
+void tuner_set_fork_lookup(Tuner *t, TunerForkLookup fork_child, void *userdata);
 /* After a pause, observe or a reload, all of that memory is new again. */
 void tuner_forget_unmet(Tuner *t);
 

@@ -192,7 +192,8 @@ void model_update(Model *m, const Snapshot *s) {
                  * growth of that size would not have started. */
                 int64_t abs_floor = (int64_t) m->min_gain_pages;
                 int64_t floor = (int64_t) model_gain_floor(m, m->min_gain_pages);
-                int64_t trickle_floor = (int64_t) model_unmet_floor(m, m->min_gain_pages);
+                int64_t trickle_floor = (int64_t) model_unmet_floor(
+                        m, m->burst_min_new_pages > 0 ? m->burst_min_new_pages : m->min_gain_pages);
                 bool found = m->scan_sharing_gain >= abs_floor || m->scan_rmap_gain >= abs_floor;
                 bool paid = m->scan_sharing_gain >= floor ||
                             m->scan_rmap_gain >= (m->meet_scans > 0 ? abs_floor : trickle_floor);

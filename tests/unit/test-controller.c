@@ -42,6 +42,7 @@ static void sim_init(Sim *x) {
         x->s.ksmd_present = true;
         x->s.mem = (Meminfo) { .mem_total_kib = 24 << 20, .mem_available_kib = 20 << 20, .has_mem_available = true };
         model_init(&x->m, 4096, x->cfg.min_gain_pages);
+        x->m.burst_min_new_pages = x->cfg.burst_min_new_pages;
         controller_init(&x->c, &x->cfg, x->s.time_usec);
         model_update(&x->m, &x->s);
 }
