@@ -6,14 +6,21 @@
 # (the next instance restores what saved-knobs says). It says so, once,
 # naming the file and the reason; once there is room it saves and tunes;
 # SIGKILLed then, the next instance restores every knob at its stop.
+# What it switched merging on for (RuntimeDirectory=/enabled, for
+# UnmergeOnExit= after a restart) cannot be written either; that write is
+# tried again until it succeeds, not only at the file's next change.
 set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
+. "$SOURCE_ROOT/tests/lib/wait.sh"
 
 tmp=$(mktemp -d)
 daemon_pid=
+target_pid=
 cleanup() {
         [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+        [ -n "$target_pid" ] && kill -KILL "$target_pid" 2>/dev/null
+        exec 8>&- 2>/dev/null
         wait 2>/dev/null
         mountpoint -q "$tmp/run" && umount "$tmp/run"
         rm -rf "$tmp"
@@ -37,6 +44,24 @@ before=$(ksm_guard_knobs_now)
 daemon_conf "$tmp/k.conf" Interval=100ms LogLevel=debug \
         '[Tuning]' Tracepoints=no
 
+# A process the daemon switches merging on for (a comm of our own, so that
+# nothing else on this shared machine matches), running as nobody.
+chmod 755 "$tmp"
+cp "$KSM_INJECT_TARGET" "$tmp/ksmt2-fulltgt"
+cat > "$tmp/policy.d/50-target.policy" <<POL
+[Match]
+Comm=ksmt2-fulltgt
+[Merge]
+Mode=always
+Method=inject
+POL
+mkfifo "$tmp/in"
+setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/ksmt2-fulltgt" \
+        < "$tmp/in" > "$tmp/target.out" 2> "$tmp/target.err" &
+target_pid=$!
+exec 8> "$tmp/in"
+wait_for 5 grep -q ready "$tmp/target.out" || fail "target did not start"
+
 daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "the daemon did not start with a full $tmp/run"
 grep -q "Cannot save the original [a-z_]*=[0-9]* in $tmp/run/saved-knobs: No space left on device; not changing it" "$tmp/log" ||
         fail "no warning that the original could not be saved in $tmp/run/saved-knobs"
@@ -49,8 +74,15 @@ for _ in $(seq 100); do [ "$(grep -c "Scanned [0-9]* processes" "$tmp/log")" -ge
 n=$(grep -c "Cannot save the original" "$tmp/log")
 [ "$n" = 1 ] || fail "the warning came $n times, want once"
 echo "ok: a full $tmp/run: no knob changed, said once: $(grep -o "Cannot save the original.*" "$tmp/log" | head -1 | cut -c1-120)..."
+ledger_failed() { grep -q "Cannot write $tmp/run/enabled (what this daemon switched on, .*): No space left on device" "$tmp/log"; }
+wait_for 20 ledger_failed || fail "no warning that $tmp/run/enabled could not be written (target merging: $(grep -c . "$tmp/run/enabled" 2>/dev/null))"
+[ "$(grep -c "Cannot write $tmp/run/enabled" "$tmp/log")" = 1 ] || fail "the ledger's warning came more than once"
 
 rm "$tmp/run/filler"
+# written again with room, not only at its next change (there is none)
+wait_for 15 grep -q "Wrote $tmp/run/enabled again" "$tmp/log" || fail "$tmp/run/enabled not written again within 15 s of room"
+grep -q "^$target_pid [0-9]* inject " "$tmp/run/enabled" || fail "$tmp/run/enabled lacks the target: $(cat "$tmp/run/enabled")"
+echo "ok: what it switched on, written again once there was room: $(cat "$tmp/run/enabled")"
 for _ in $(seq 100); do grep -q "Saved the original KSM knob values" "$tmp/log" && break; sleep 0.1; done
 grep -q "Saved the original KSM knob values in $tmp/run/saved-knobs; changing them again" "$tmp/log" ||
         fail "no knob saved within 10 s of room in $tmp/run"
@@ -65,3 +97,8 @@ daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "the second instance did 
 kill -TERM "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 [ "$(ksm_guard_knobs_now)" = "$before" ] || fail "after SIGKILL and a restarted instance's stop: $(ksm_guard_knobs_now), want $before"
 echo "ok: SIGKILLed, the next instance restored every knob at its stop"
+# the target was never harmed: its own checks pass
+exec 8>&-
+wait "$target_pid"; rc=$?
+target_pid=
+[ "$rc" = 0 ] || { cat "$tmp/target.err" >&2; fail "target exited $rc: a self-check failed"; }
