@@ -13,6 +13,7 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 . "$SOURCE_ROOT/tests/lib/wait.sh"
+. "$SOURCE_ROOT/tests/lib/inject-target.sh"
 
 tmp=$(mktemp -d)
 daemon_pid=
@@ -55,12 +56,7 @@ Comm=ksmt2-fulltgt
 Mode=always
 Method=inject
 POL
-mkfifo "$tmp/in"
-setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/ksmt2-fulltgt" \
-        < "$tmp/in" > "$tmp/target.out" 2> "$tmp/target.err" &
-target_pid=$!
-exec 8> "$tmp/in"
-wait_for 5 grep -q ready "$tmp/target.out" || fail "target did not start"
+target_start "$tmp/ksmt2-fulltgt"
 
 daemon_start "$tmp/log" --config "$tmp/k.conf" || fail "the daemon did not start with a full $tmp/run"
 grep -q "Cannot save the original [a-z_]*=[0-9]* in $tmp/run/saved-knobs: No space left on device; not changing it" "$tmp/log" ||
@@ -98,7 +94,4 @@ kill -TERM "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
 [ "$(ksm_guard_knobs_now)" = "$before" ] || fail "after SIGKILL and a restarted instance's stop: $(ksm_guard_knobs_now), want $before"
 echo "ok: SIGKILLed, the next instance restored every knob at its stop"
 # the target was never harmed: its own checks pass
-exec 8>&-
-wait "$target_pid"; rc=$?
-target_pid=
-[ "$rc" = 0 ] || { cat "$tmp/target.err" >&2; fail "target exited $rc: a self-check failed"; }
+target_stop

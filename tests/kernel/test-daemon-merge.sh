@@ -24,6 +24,7 @@ trap 'cleanup; ksm_guard_restore' EXIT
 fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -50 "$tmp/log" >&2; exit 1; }
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
+. "$SOURCE_ROOT/tests/lib/inject-target.sh"
 merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }
 not_merging() { [ "$(merge_any "$1")" = no ]; }
@@ -51,21 +52,6 @@ write_conf() {
         daemon_conf "$tmp/k.conf" Interval=200ms "UnmergeOnExit=$1"
 }
 
-start_target() {
-        rm -f "$tmp/in"
-        mkfifo "$tmp/in"
-        setpriv --reuid=65534 --regid=65534 --clear-groups "$tmp/ksmt2-target" \
-                < "$tmp/in" > "$tmp/target.out" 2> "$tmp/target.err" &
-        target_pid=$!
-        exec 8> "$tmp/in"
-        wait_for 5 grep -q ready "$tmp/target.out" || fail "target did not start"
-}
-stop_target() { # the target's exit status says whether every self-check passed
-        exec 8>&-
-        wait "$target_pid"; local rc=$?
-        target_pid=
-        [ "$rc" = 0 ] || { cat "$tmp/target.err" >&2; fail "target exited $rc: a self-check failed"; }
-}
 start_daemon() {
         : > "$tmp/log"
         "$KSMTUNED2" --config "$tmp/k.conf" 2>>"$tmp/log" &
@@ -79,7 +65,7 @@ stop_daemon() {
 
 # 1. The policy's process gets merged by injection, with the outcome logged.
 write_conf yes
-start_target
+target_start "$tmp/ksmt2-target"
 not_merging "$target_pid" || fail "target merges before the daemon runs"
 start_daemon
 wait_for 10 is_merging "$target_pid" || fail "target not merged"
@@ -117,18 +103,18 @@ wait_for 10 is_merging "$target_pid" || fail "target not merged again"
 stop_daemon
 is_merging "$target_pid" || fail "UnmergeOnExit=no unmerged"
 healthy "$target_pid" || fail "target unhealthy"
-stop_target
+target_stop
 echo "UnmergeOnExit=no: left merging"
 
 # 4. SIGKILL of the daemon at random moments of start-up and injection.
 for i in $(seq 8); do
-        start_target
+        target_start "$tmp/ksmt2-target"
         start_daemon
         sleep "$((RANDOM % 2)).$(printf "%03d" $((RANDOM % 1000)))"
         kill -KILL "$daemon_pid"; wait "$daemon_pid" 2>/dev/null; daemon_pid=
         sleep 0.05
         healthy "$target_pid" || fail "round $i: target stopped or traced after the daemon's SIGKILL"
         echo "round $i: daemon killed, target $(merge_any "$target_pid" | sed 's/yes/merging/;s/no/not merging/'), running"
-        stop_target
+        target_stop
 done
 echo "PASS"

@@ -104,3 +104,14 @@ void fake_tree_populate_minimal(FakeTree *t) {
                 fake_write(t, rel, knobs[i][1]);
         }
 }
+
+void fake_write_stat(FakeTree *t, int pid, const char *comm, char state, unsigned flags, int threads,
+                     unsigned long long start_ticks) {
+        char rel[64], buf[1024];
+        snprintf(rel, sizeof rel, "proc/%d/stat", pid);
+        snprintf(buf, sizeof buf,
+                 "%d (%s) %c 1 42 42 0 -1 %u 100 0 0 0 12 34 0 0 20 0 %d 0 %llu 1048576 256 18446744073709551615 "
+                 "1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
+                 pid, comm, state, flags, threads, start_ticks);
+        fake_write(t, rel, buf);
+}

@@ -17,3 +17,7 @@ void fake_remove(FakeTree *t, const char *rel);
 /* A minimal tree that root_open() accepts: proc/, sys/, proc/self/mounts
  * (cgroup2 at /sys/fs/cgroup/unified), sys/kernel/mm/ksm with default knobs. */
 void fake_tree_populate_minimal(FakeTree *t);
+/* proc/PID/stat of a task: comm, state, flags, num_threads and the start
+ * time in clock ticks after boot; ppid 1, the rest fixed. */
+void fake_write_stat(FakeTree *t, int pid, const char *comm, char state, unsigned flags, int threads,
+                     unsigned long long start_ticks);

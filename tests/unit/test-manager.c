@@ -376,12 +376,7 @@ static void test_no_ksm(void **state) {
 /* A task of /proc: its stat (start time in ticks since boot) and status. */
 static void write_task(FakeTree *t, int tid, int tgid, unsigned long long start_ticks) {
         char rel[64], buf[512];
-        snprintf(rel, sizeof rel, "proc/%d/stat", tid);
-        snprintf(buf, sizeof buf,
-                 "%d (worker) S 1 42 42 0 -1 0 100 0 0 0 12 34 0 0 20 0 1 0 %llu 1048576 256 "
-                 "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n",
-                 tid, start_ticks);
-        fake_write(t, rel, buf);
+        fake_write_stat(t, tid, "worker", 'S', 0, 1, start_ticks);
         snprintf(rel, sizeof rel, "proc/%d/status", tid);
         snprintf(buf, sizeof buf, "Name:\tworker\nTgid:\t%d\nPid:\t%d\nUid:\t0\t0\t0\t0\n", tgid, tid);
         fake_write(t, rel, buf);

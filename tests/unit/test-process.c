@@ -54,15 +54,10 @@ static void test_table_grow_remove_iterate(void **state) {
                 assert_non_null(process_table_get(t, pid));
 }
 
-#define STAT_FMT \
-        "%d (%s) %c %d 42 42 0 -1 %u 100 0 0 0 12 34 0 0 20 0 %d 0 %llu 1048576 256 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
-
 static void write_proc_state(FakeTree *t, int pid, const char *comm, char state, int threads, unsigned flags,
                              unsigned long long start, const char *cgroup) {
         char rel[64], buf[1024];
-        snprintf(rel, sizeof rel, "proc/%d/stat", pid);
-        snprintf(buf, sizeof buf, STAT_FMT, pid, comm, state, 1, flags, threads, start);
-        fake_write(t, rel, buf);
+        fake_write_stat(t, pid, comm, state, flags, threads, start);
         snprintf(rel, sizeof rel, "proc/%d/status", pid);
         snprintf(buf, sizeof buf,
                  "Name:\t%s\nTgid:\t%d\nPPid:\t1\nTracerPid:\t0\nUid:\t1000\t1001\t1000\t1000\n"
