@@ -62,11 +62,14 @@ int tracer_read_window(Tracer *t, size_t budget_bytes, TracerEventCallback cb, v
 /* Enables the mmap_lock events, recording off: ksmd's and khugepaged's
  * own lock calls (khugepaged_pid <= 0: unknown), and write locks of every
  * other task. Every mmap lock call on the host passes through them while
- * armed (a few tens of ns with recording off), so disarm when the windows
- * are over. */
+ * armed, so disarm when the windows are over. Armed soft-disabled where
+ * the kernel takes the trigger that does it (tracer_window_soft: a few ns
+ * a call between windows), else enabled with recording off (each call
+ * written out for the filter: ~40 ns). */
 int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid);
 int tracer_window_disarm(Tracer *t);
 bool tracer_window_armed(const Tracer *t);
+bool tracer_window_soft(const Tracer *t);
 /* Starts recording a window (arming first if need be); stop ends it, and
  * tracer_read_window() then reads it. */
 int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe);

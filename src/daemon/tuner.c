@@ -435,6 +435,20 @@ static void disarm_windows(Tuner *t) {
         log_switch_cost(t, "off", switches0, ns0);
 }
 
+/* Whether another window follows within BURST_WINDOW_GAP, the events kept
+ * armed for it: a burst's first BURST_WINDOWS, and those that follow a
+ * contender seen once. Otherwise each window arms them for itself, and
+ * they go at its end (and at the next tick after a burst's last quick
+ * one, should it be read late). Armed, even soft-disabled, they cost every
+ * mmap lock call on the host a little and ksmd most (tracefs.c): S4 bursts
+ * ~5 s, S6 a minute, with windows every 5 s after the quick ones, and each
+ * arming and disarming is 10-50 ms of the daemon's CPU. */
+static bool windows_soon(const Tuner *t, uint64_t now) {
+        if (t->controller.follow_until_usec > now)
+                return true;
+        return tune_mode_is_burst(t->controller.mode) && t->burst_windows < BURST_WINDOWS;
+}
+
 /* The "-locks" instance carries the window's events only (tracefs.c). */
 static void on_window_event(const TraceEvent *e, void *userdata) {
         Tuner *t = userdata;
@@ -505,11 +519,6 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 t->window.ksmd_cpu_nsec = cpu - t->window_ksmd_cpu_before;
         }
         (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
-        /* A quiet window was armed for itself alone; a burst's stay armed
-         * until the burst ends (tuner_tick_windows), and so do those that follow
-         * a contender seen once. */
-        if (!controller_quick_windows(&t->controller, now))
-                disarm_windows(t);
         if (r < 0) {
                 log_debug_errno(r, "Cannot read the contention window: %m");
                 return 0;
@@ -540,6 +549,8 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         if (w->ksmd_acquired < WINDOW_MIN_KSMD_LOCKS && t->burst_windows > 0 &&
             tune_mode_is_burst(t->controller.mode))
                 t->burst_windows--;
+        if (!windows_soon(t, now))
+                disarm_windows(t);
         log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
                   " scanned pages in %" PRIu64 " ms, ksmd waited %.0f%% of its work (%.1f ms CPU, %.1f ms waiting)%s, %zu contenders, %" PRIu64
                   " lost%s",
@@ -869,7 +880,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
 void tuner_tick_windows(Tuner *t, const Snapshot *s, const Config *config) {
         if (!t || !s->ksm_present)
                 return;
-        if (!controller_quick_windows(&t->controller, s->time_usec) && !tracer_window_active(t->tracer))
+        if (!windows_soon(t, s->time_usec) && !tracer_window_active(t->tracer))
                 disarm_windows(t);
         maybe_start_window(t, s, &config->tuning);
 }

@@ -49,7 +49,23 @@ typedef struct TracePipe {
  * flowing, half switched, for the ~150 ms each way: windows "of 19 ms"
  * lost 90,000 events in CI and paired a start_locking from before the
  * window with an acquire after it. tracing_on is one flag of the ring:
- * a window is exactly its length, and costs no text patching. */
+ * a window is exactly its length, and costs no text patching.
+ *
+ * Armed is not free, though, for ksmd least of all: it takes a page's mm
+ * lock, and the lock of every mm whose pages it compares the page with on
+ * its way down the unstable tree, each lock three events. An event with a
+ * filter is written out in full before the filter looks at it, tracing_on
+ * or not (the kernel's buffered-event path for filtered events), so armed
+ * between windows ksmd needed 1.7x the CPU to merge S4's fleet (6 x 256
+ * MiB, 75% alike, at aggressive knobs: 4.0-4.4 s against 2.3-2.5 s with the
+ * events off; 6.18, 2026-12-04), and a burst's merge cost the daemon's ksmd
+ * twice aggressive's. So the events are armed soft where the kernel lets
+ * us: a disable_event trigger on an event that does not fire (oom's
+ * mark_victim; should it fire, it only disables ours until the next window)
+ * registers them soft-disabled, and each window's "1" and "0" in their
+ * enable files flips a flag, no text patching. Soft-disabled, an event
+ * returns before it is written: 2.9-3.0 s for the same merge. Where the
+ * trigger is refused the events are enabled as before. */
 struct Tracer {
         int tracefs_fd;
         int inst_fd;
@@ -59,6 +75,7 @@ struct Tracer {
         bool ksm_enter;
         bool ksm_stop_scan;
         bool armed;                     /* the window events are enabled */
+        bool soft;                      /* armed soft-disabled: windows switch them on and off */
         bool window;                    /* and recording */
         bool made, locks_made;          /* we created the instances: remove them */
         char probe_group[32];           /* "ksmtuned2_PID": our kprobe events */
@@ -99,6 +116,10 @@ static const char *const window_events[] = {
         "events/mmap_lock/mmap_lock_acquire_returned",
         "events/mmap_lock/mmap_lock_released",
 };
+/* The event whose triggers hold the window events in soft mode, and the
+ * trigger for each: "disable_event:mmap_lock:mmap_lock_released". */
+#define SOFT_HOST_TRIGGER "events/oom/mark_victim/trigger"
+#define SOFT_TRIGGER_PREFIX "disable_event:mmap_lock:"
 
 /* The daemon that left an instance or a kprobe behind no longer exists
  * (EPERM: it exists, under another user). */
@@ -236,6 +257,9 @@ static void remove_instance(Tracer *t, int *fd, TracePipe *pipe, bool made, cons
 Tracer *tracer_free(Tracer *t) {
         if (!t)
                 return NULL;
+        /* takes the soft-mode triggers away too */
+        if (t->locks_fd >= 0)
+                (void) tracer_window_disarm(t);
         remove_instance(t, &t->locks_fd, &t->locks_pipe, t->locks_made, t->locks_name);
         remove_instance(t, &t->inst_fd, &t->pipe, t->made, t->name);
         if (t->tracefs_fd >= 0)
@@ -481,9 +505,8 @@ int tracer_read_window(Tracer *t, size_t budget_bytes, TracerEventCallback cb, v
         return read_pipe(&t->locks_pipe, budget_bytes, cb, userdata);
 }
 
-/* Writes "1"/"0" to the enable files of the window events, timing it. */
-static int switch_events(Tracer *t, const char *value) {
-        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+/* Writes "1"/"0" to the enable files of the window events. */
+static int write_enables(Tracer *t, const char *value) {
         int first = 0;
         for (size_t i = 0; i < ELEMENTSOF(window_events); i++) {
                 char p[128];
@@ -492,9 +515,48 @@ static int switch_events(Tracer *t, const char *value) {
                 if (r < 0 && first == 0)
                         first = r;
         }
+        return first;
+}
+
+/* Adds (or, remove, takes away) the soft-mode trigger of the first n
+ * window events. */
+static int soft_triggers(Tracer *t, size_t n, bool remove) {
+        int first = 0;
+        for (size_t i = 0; i < n; i++) {
+                char v[128];
+                snprintf(v, sizeof v, "%s" SOFT_TRIGGER_PREFIX "%s", remove ? "!" : "",
+                         strrchr(window_events[i], '/') + 1);
+                int r = locks_write(t, SOFT_HOST_TRIGGER, v);
+                if (r < 0 && first == 0)
+                        first = r;
+                if (r < 0 && !remove) {
+                        (void) soft_triggers(t, i, true);
+                        return r;
+                }
+        }
+        return first;
+}
+
+/* Registers the window events with recording off (armed) or unregisters
+ * them, timing it: soft where the kernel takes the triggers (they come
+ * soft-disabled), plainly enabled where not. Each patches kernel text. */
+static int switch_events(Tracer *t, bool on) {
+        uint64_t t0 = now_usec(CLOCK_MONOTONIC);
+        int r;
+        if (on) {
+                t->soft = soft_triggers(t, ELEMENTSOF(window_events), false) >= 0;
+                r = t->soft ? 0 : write_enables(t, "1");
+        } else if (t->soft) {
+                /* soft-disabled first: a trigger taken away from a
+                 * soft-enabled event leaves it enabled for good */
+                (void) write_enables(t, "0");
+                r = soft_triggers(t, ELEMENTSOF(window_events), true);
+                t->soft = false;
+        } else
+                r = write_enables(t, "0");
         t->switch_nsec += (now_usec(CLOCK_MONOTONIC) - t0) * NSEC_PER_USEC;
         t->switches++;
-        return first;
+        return r;
 }
 
 int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid) {
@@ -524,7 +586,7 @@ int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid) {
                 return r;
         (void) locks_write(t, "tracing_on", "0");
         t->armed = true;
-        r = switch_events(t, "1");
+        r = switch_events(t, true);
         if (r < 0) {
                 (void) tracer_window_disarm(t);
                 return r;
@@ -538,11 +600,15 @@ int tracer_window_disarm(Tracer *t) {
         if (t->window)
                 (void) tracer_window_stop(t);
         t->armed = false;
-        return switch_events(t, "0");
+        return switch_events(t, false);
 }
 
 bool tracer_window_armed(const Tracer *t) {
         return t && t->armed;
+}
+
+bool tracer_window_soft(const Tracer *t) {
+        return t && t->armed && t->soft;
 }
 
 int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe) {
@@ -577,7 +643,11 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_pr
                                 t->vma_probe_armed = true;
                 }
         }
-        r = locks_write(t, "tracing_on", "1");
+        /* Soft-enabled while recording is still off: the window begins
+         * with tracing_on, for all three events at once. */
+        r = t->soft ? write_enables(t, "1") : 0;
+        if (r >= 0)
+                r = locks_write(t, "tracing_on", "1");
         if (r < 0) {
                 (void) tracer_window_stop(t);
                 return r;
@@ -588,6 +658,8 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_pr
 
 int tracer_window_stop(Tracer *t) {
         int r = locks_write(t, "tracing_on", "0");
+        if (t->soft)
+                (void) write_enables(t, "0");
         for (size_t i = 0; t->vma_probe_armed && i < ELEMENTSOF(vma_lock_symbols); i++) {
                 char p[128];
                 if (!t->vma_probe[i])

@@ -154,18 +154,41 @@ static void test_instance(void **state) {
                         if (seen.w.holders[i].tgid == getpid())
                                 assert_true(seen.w.holders[i].write_locks <= 1);
 
-                /* Disarmed, the events are off in the windows' instance. */
+                /* Armed, the events are soft-disabled between windows
+                 * where the kernel takes the trigger ("0*": registered,
+                 * returning before they are written), soft-enabled in a
+                 * window ("1*"); else plainly enabled. Disarmed, they are
+                 * off in the windows' instance, the trigger gone. */
                 char enable[160];
                 _cleanup_free_ char *v = NULL;
                 snprintf(enable, sizeof enable, "%s-locks/events/mmap_lock/mmap_lock_released/enable", name);
                 assert_int_equal(read_one_line_at(root->tracefs_fd, enable, &v), 0);
-                assert_string_equal(v, "1");
+                assert_string_equal(v, tracer_window_soft(t) ? "0*" : "1");
+                if (tracer_window_soft(t)) {
+                        assert_int_equal(tracer_window_start(t, 1, -1, false), 0);
+                        free(v);
+                        v = NULL;
+                        assert_int_equal(read_one_line_at(root->tracefs_fd, enable, &v), 0);
+                        assert_string_equal(v, "1*");
+                        assert_int_equal(tracer_window_stop(t), 0);
+                        (void) tracer_read_window(t, 8 << 20, NULL, NULL);
+                        free(v);
+                        v = NULL;
+                        assert_int_equal(read_one_line_at(root->tracefs_fd, enable, &v), 0);
+                        assert_string_equal(v, "0*");
+                } else
+                        print_message("# the kernel refused the soft-mode trigger: window events armed plainly\n");
                 assert_int_equal(tracer_window_disarm(t), 0);
                 assert_false(tracer_window_armed(t));
                 free(v);
                 v = NULL;
                 assert_int_equal(read_one_line_at(root->tracefs_fd, enable, &v), 0);
                 assert_string_equal(v, "0");
+                free(v);
+                v = NULL;
+                snprintf(enable, sizeof enable, "%s-locks/events/oom/mark_victim/trigger", name);
+                if (read_one_line_at(root->tracefs_fd, enable, &v) >= 0)
+                        assert_null(strstr(v, "disable_event"));
 
                 /* after a window, the pipe still wakes for ksm_enter */
                 seen.child = madvise_new_mm();
