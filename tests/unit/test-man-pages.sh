@@ -14,6 +14,12 @@ check_options() { # binary page: each option must head a paragraph of OPTIONS
 check_options "$KSMTUNED2" "$SOURCE_ROOT/man/ksmtuned2.8"
 check_options "$KSMCTL" "$SOURCE_ROOT/man/ksmctl.1"
 
+# .BR, .IR and the like alternate fonts between their arguments with no
+# space: prose after the first one runs together ("tracing_on.Withoutit").
+bad=$(grep -nE '^\.(IR|BR|RI|RB|IB|BI) ' "$SOURCE_ROOT"/man/*.[1-8] | grep -v '"' |
+        grep -E ' [A-Za-z][a-z]+ [a-z]+ [a-z]+( |$)')
+[ -z "$bad" ] || { echo "FAIL: prose on a font-alternating macro line (its words run together):" >&2; echo "$bad" >&2; fail=1; }
+
 if command -v groff >/dev/null; then
         for page in "$SOURCE_ROOT"/man/*.[1-8]; do
                 out=$(groff -man -ww -z "$page" 2>&1)
