@@ -609,9 +609,8 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                  * waited 40-65% of the time). */
                 if (bursting && t->window_start_usec < t->controller.mode_since_usec)
                         t->burst_windows = 0;   /* the first of this burst: at once */
-                else if (now - t->window_start_usec < (following || t->burst_windows < BURST_WINDOWS
-                                                               ? BURST_WINDOW_GAP_USEC
-                                                               : BURST_WINDOW_SLOW_GAP_USEC))
+                else if (now - t->window_start_usec <
+                         (windows_soon(t, now) ? BURST_WINDOW_GAP_USEC : BURST_WINDOW_SLOW_GAP_USEC))
                         return;
                 if (bursting)
                         t->burst_windows++;
