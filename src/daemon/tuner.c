@@ -98,6 +98,7 @@ struct Tuner {
         sd_event_source *window_source;
         uint64_t window_start_usec;
         double window_scale;            /* of the computed length: shrinks after a window overflowed */
+        uint64_t wait_floor_nsec;       /* the tracing's share of a ksmd wait, last measured */
         unsigned burst_windows;         /* windows taken in the current burst */
         uint64_t window_scanned_before;
         uint64_t window_ksmd_cpu_before;
@@ -528,6 +529,9 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
                 scanned -= t->window_scanned_before;
         else
                 scanned = 0;
+        contention_window_finish(&t->window, t->wait_floor_nsec);
+        if (t->window.ksmd_wait_floor_measured)
+                t->wait_floor_nsec = t->window.ksmd_wait_floor_nsec;
         tuner_confirm_holders(&t->window, t->root, t->window_start_usec, now_usec(CLOCK_MONOTONIC),
                               now_usec(CLOCK_BOOTTIME));
         model_add_window(&t->model, &t->window, now, now - t->window_start_usec, scanned);
@@ -552,11 +556,12 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         if (!windows_soon(t, now))
                 disarm_windows(t);
         log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
-                  " scanned pages in %" PRIu64 " ms, ksmd waited %.0f%% of its work (%.1f ms CPU, %.1f ms waiting)%s, %zu contenders, %" PRIu64
-                  " lost%s",
+                  " scanned pages in %" PRIu64 " ms, ksmd waited %.0f%% of its work (%.1f ms CPU, %.1f ms waiting beyond the "
+                  "%" PRIu64 " ns of tracing in each%s)%s, %zu contenders, %" PRIu64 " lost%s",
                   w->events, w->ksmd_acquired, w->ksmd_trylock_failures, scanned,
                   (now - t->window_start_usec) / USEC_PER_MSEC, t->model.window_ksmd_blocked_fraction * 100.0,
                   w->ksmd_cpu_known ? (double) w->ksmd_cpu_nsec / 1e6 : -1.0, (double) w->ksmd_wait_nsec / 1e6,
+                  w->ksmd_wait_floor_nsec, w->ksmd_wait_floor_measured ? "" : ", as last measured",
                   contention_window_complete(w) ? "" : " (over the span of its events read)", t->model.n_contenders,
                   w->lost_events, w->truncated ? ", read cut at its budget" : "");
         log_kernel_fixes(t);

@@ -508,10 +508,12 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                                         w->khugepaged_wait_nsec += wait;
                                 } else if (h) {
                                         h->ksmd_wait_nsec += wait;
+                                        h->ksmd_timed_waits++;
                                         if (wait >= CONTENTION_WAIT_THRESHOLD_NSEC)
                                                 h->ksmd_waits++;
                                 }
                                 w->ksmd_wait_nsec += wait;
+                                w->ksmd_timed_waits++;
                         }
                         w->ksmd_pending = false;
                         if (e->success) {
@@ -532,7 +534,11 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
         }
         if (!e->write)
                 return;
-        if (e->type == TRACE_EVENT_ACQUIRE_RETURNED && e->success) {
+        if (e->type == TRACE_EVENT_START_LOCKING) {
+                h = window_holder(w, e->mm);
+                if (h)
+                        h->write_starts++;
+        } else if (e->type == TRACE_EVENT_ACQUIRE_RETURNED && e->success) {
                 if (w->khugepaged_read_released && e->mm == w->khugepaged_read_released_mm)
                         w->khugepaged_writer_since = true;
                 h = window_holder(w, e->mm);
@@ -582,6 +588,32 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
 
 uint64_t contention_window_ksmd_span_nsec(const ContentionWindow *w) {
         return w->ksmd_last_nsec > w->ksmd_first_nsec ? w->ksmd_last_nsec - w->ksmd_first_nsec : 0;
+}
+
+void contention_window_finish(ContentionWindow *w, uint64_t fallback_nsec) {
+        uint64_t n = 0, sum = 0, floor_nsec = fallback_nsec;
+
+        if (w->finished)
+                return;
+        w->finished = true;
+        for (size_t i = 0; i < w->n_holders; i++) {
+                const LockHolder *h = &w->holders[i];
+                if (h->n_tids > 0 || h->write_locks > 0 || h->write_starts > 0 || h->khugepaged_write_locks > 0)
+                        continue;
+                n += h->ksmd_timed_waits;
+                sum += h->ksmd_wait_nsec;
+        }
+        if (n >= CONTENTION_FLOOR_MIN_WAITS) {
+                floor_nsec = sum / n;
+                w->ksmd_wait_floor_measured = true;
+        }
+        floor_nsec = MIN(floor_nsec, CONTENTION_WAIT_FLOOR_MAX_NSEC);
+        w->ksmd_wait_floor_nsec = floor_nsec;
+        w->ksmd_wait_nsec -= MIN(w->ksmd_wait_nsec, w->ksmd_timed_waits * floor_nsec);
+        for (size_t i = 0; i < w->n_holders; i++) {
+                LockHolder *h = &w->holders[i];
+                h->ksmd_wait_nsec -= MIN(h->ksmd_wait_nsec, h->ksmd_timed_waits * floor_nsec);
+        }
 }
 
 bool contention_window_complete(const ContentionWindow *w) {

@@ -161,6 +161,101 @@ static TraceEvent ev(TraceEventType type, int pid, int tgid, uint64_t mm, uint64
                               .write = write, .success = success, .memcg_id = 9, .comm = "churn" };
 }
 
+static void add_ns(ContentionWindow *w, TraceEventType type, int pid, uint64_t mm, uint64_t t_nsec, bool write) {
+        TraceEvent e = ev(type, pid, pid, mm, 0, write, true);
+        e.time_nsec = t_nsec;
+        contention_window_add(w, &e);
+}
+
+/* The tracing's own share of ksmd's waits (contention_window_finish).
+ * The trace has microseconds: an uncontended wait of ~260 ns reads 0 or
+ * 1 us, about one in four 1 us. */
+static uint64_t add_lock_calls(ContentionWindow *w, int ksmd, uint64_t mm, int n, uint64_t t) {
+        for (int i = 0; i < n; i++, t += 2000) {
+                add_ns(w, TRACE_EVENT_START_LOCKING, ksmd, mm, t, false);
+                add_ns(w, TRACE_EVENT_ACQUIRE_RETURNED, ksmd, mm, t + (i % 4 == 0 ? 1000 : 0), false);
+                add_ns(w, TRACE_EVENT_RELEASED, ksmd, mm, t + 1000, false);
+        }
+        return t;
+}
+
+static void test_window_tracing_floor(void **state) {
+        ContentionWindow w;
+        const int ksmd = 39;
+        uint64_t t = 1000000;
+
+        /* 400 lock calls of mm 0xB, which nobody writes to: 250 ns each.
+         * Mm 0xA: 100 such calls, and one real wait of 300 us behind its
+         * writer 812. */
+        contention_window_init(&w, ksmd);
+        t = add_lock_calls(&w, ksmd, 0xB, 400, t);
+        t = add_lock_calls(&w, ksmd, 0xA, 100, t);
+        add_ns(&w, TRACE_EVENT_ACQUIRE_RETURNED, 812, 0xA, t, true);
+        add_ns(&w, TRACE_EVENT_START_LOCKING, ksmd, 0xA, t + 100000, false);
+        add_ns(&w, TRACE_EVENT_RELEASED, 812, 0xA, t + 400000, true);
+        add_ns(&w, TRACE_EVENT_ACQUIRE_RETURNED, ksmd, 0xA, t + 400000, false);
+        assert_int_equal(w.n_holders, 2);
+        const LockHolder *b = &w.holders[0], *a = &w.holders[1];
+        assert_int_equal(a->mm, 0xA);
+        assert_int_equal(b->ksmd_wait_nsec, 100 * 1000);
+        assert_int_equal(a->ksmd_wait_nsec, 25 * 1000 + 300000);
+        assert_int_equal(a->ksmd_timed_waits, 101);
+        assert_int_equal(a->ksmd_waits, 1);
+
+        contention_window_finish(&w, 0);
+        assert_true(w.ksmd_wait_floor_measured);
+        assert_int_equal(w.ksmd_wait_floor_nsec, 250);
+        assert_int_equal(b->ksmd_wait_nsec, 0);
+        assert_int_equal(a->ksmd_wait_nsec, 25 * 1000 + 300000 - 101 * 250);
+        assert_int_equal(w.ksmd_wait_nsec, 25 * 1000 + 300000 - 101 * 250);
+        /* once only */
+        contention_window_finish(&w, 0);
+        assert_int_equal(w.ksmd_wait_nsec, 25 * 1000 + 300000 - 101 * 250);
+
+        /* Too few calls on mms without a writer (ksmd at the contender's
+         * only): the last measured floor, and never below zero. */
+        contention_window_init(&w, ksmd);
+        add_ns(&w, TRACE_EVENT_ACQUIRE_RETURNED, 812, 0xA, t, true);
+        t = add_lock_calls(&w, ksmd, 0xA, 100, t);
+        t = add_lock_calls(&w, ksmd, 0xB, 10, t);
+        contention_window_finish(&w, 300);
+        assert_false(w.ksmd_wait_floor_measured);
+        assert_int_equal(w.ksmd_wait_floor_nsec, 300);
+        assert_int_equal(w.holders[0].ksmd_wait_nsec, 0);
+        assert_int_equal(w.ksmd_wait_nsec, 0);
+
+        /* A writer that asked for the lock and had not got it when the
+         * window ended makes the mm no measure either; so does
+         * khugepaged's write hold. */
+        contention_window_init(&w, ksmd);
+        contention_window_set_khugepaged(&w, 77);
+        t = add_lock_calls(&w, ksmd, 0xC, 400, t);
+        add_ns(&w, TRACE_EVENT_START_LOCKING, 813, 0xC, t, true);
+        t = add_lock_calls(&w, ksmd, 0xD, 400, t);
+        add_ns(&w, TRACE_EVENT_ACQUIRE_RETURNED, 77, 0xD, t, true);
+        add_ns(&w, TRACE_EVENT_RELEASED, 77, 0xD, t + 1000, true);
+        contention_window_finish(&w, 0);
+        assert_false(w.ksmd_wait_floor_measured);
+        assert_int_equal(w.ksmd_wait_floor_nsec, 0);
+
+        /* Never more than CONTENTION_WAIT_FLOOR_MAX_NSEC: a machine this
+         * slow at tracing says nothing of what is contention. */
+        contention_window_init(&w, ksmd);
+        for (int i = 0; i < 300; i++, t += 20000) {
+                add_ns(&w, TRACE_EVENT_START_LOCKING, ksmd, 0xE, t, false);
+                add_ns(&w, TRACE_EVENT_ACQUIRE_RETURNED, ksmd, 0xE, t + 9000, false);
+        }
+        contention_window_finish(&w, 0);
+        assert_int_equal(w.ksmd_wait_floor_nsec, CONTENTION_WAIT_FLOOR_MAX_NSEC);
+        assert_int_equal(w.ksmd_wait_nsec, 300 * (9000 - CONTENTION_WAIT_FLOOR_MAX_NSEC));
+
+        /* nothing timed: nothing to take off */
+        contention_window_init(&w, ksmd);
+        contention_window_finish(&w, 0);
+        assert_int_equal(w.ksmd_wait_floor_nsec, 0);
+        assert_int_equal(w.ksmd_wait_nsec, 0);
+}
+
 static void test_window_pairing(void **state) {
         ContentionWindow w;
         const int ksmd = 39;
@@ -431,6 +526,7 @@ int main(void) {
                 cmocka_unit_test(test_hostile_comms),
                 cmocka_unit_test(test_rejects),
                 cmocka_unit_test(test_window_pairing),
+                cmocka_unit_test(test_window_tracing_floor),
                 cmocka_unit_test(test_window_release_without_acquire),
                 cmocka_unit_test(test_window_release_after_lost_events),
                 cmocka_unit_test(test_window_queued_writer),
