@@ -90,6 +90,16 @@ typedef struct ContenderYield {
 
 #define CONTROLLER_MAX_YIELDS 32
 
+/* A contender followed (Controller.follow_until_usec): until when, for its
+ * own sake. An exclusion ends its follow-up: there is nothing left to judge. */
+typedef struct FollowedContender {
+        int pid;                        /* 0 a free slot */
+        uint64_t start_time_ticks;
+        uint64_t until_usec;
+} FollowedContender;
+
+#define CONTROLLER_MAX_FOLLOWED 8
+
 typedef struct Controller {
         TuneMode mode;
         uint64_t mode_since_usec;
@@ -137,8 +147,10 @@ typedef struct Controller {
          * ksmd's time on it was seen to tell that share: ticks and windows
          * at the burst's pace until then (a window catches ksmd at one
          * process's pages only while the scan is there), judged on the
-         * windows that show it again. */
+         * windows that show it again. The latest of the followed
+         * contenders' own ends. */
         uint64_t follow_until_usec;
+        FollowedContender followed[CONTROLLER_MAX_FOLLOWED];
         /* when a follow-up last began for want of evidence alone: at most
          * one per CONTROLLER_SHORT_FOLLOW_GAP_USEC, so a process that keeps
          * ksmd's visits to it too short to judge (a few pages, a tight

@@ -338,6 +338,31 @@ static void contender_yield_forget(Controller *c, int pid, uint64_t start_time_t
                         c->yields[i] = (ContenderYield) {};
 }
 
+/* Follows contender x until `until` (or leaves, with until 0, an excluded
+ * one alone), and sets follow_until_usec to the latest end of all. When
+ * every slot is taken, the one that ends first makes room. */
+static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, uint64_t until, uint64_t now) {
+        FollowedContender *f = NULL;
+        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED && !f; i++)
+                if (c->followed[i].pid == pid && c->followed[i].start_time_ticks == start_time_ticks)
+                        f = &c->followed[i];
+        if (f && until <= now)
+                *f = (FollowedContender) {};
+        else if (f)
+                f->until_usec = MAX(f->until_usec, until);
+        else if (until > now) {
+                f = &c->followed[0];    /* a free or ended slot, else the one that ends first */
+                for (size_t i = 1; i < CONTROLLER_MAX_FOLLOWED && f->until_usec > now; i++)
+                        if (c->followed[i].until_usec < f->until_usec)
+                                f = &c->followed[i];
+                *f = (FollowedContender) { .pid = pid, .start_time_ticks = start_time_ticks, .until_usec = until };
+        }
+        c->follow_until_usec = 0;
+        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++)
+                if (c->followed[i].pid != 0 && c->followed[i].until_usec > now)
+                        c->follow_until_usec = MAX(c->follow_until_usec, c->followed[i].until_usec);
+}
+
 static int judge_contenders(Controller *c, const Model *m, const TuningConfig *cfg, uint64_t now, Plan *plan,
                             ControllerDecisions *d) {
         int r;
@@ -424,7 +449,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                         if (x->scan_evidence_short && x->scan_blocked_partial * 100.0 >= cfg->exclude_blocked_percent &&
                             (c->short_follow_usec == 0 || now - c->short_follow_usec >= CONTROLLER_SHORT_FOLLOW_GAP_USEC)) {
                                 c->short_follow_usec = now;
-                                c->follow_until_usec = MAX(c->follow_until_usec, now + CONTROLLER_FOLLOW_USEC);
+                                contender_follow(c, x->pid, x->start_time_ticks, now + CONTROLLER_FOLLOW_USEC, now);
                         }
                         continue;
                 }
@@ -438,7 +463,7 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                  * before. */
                 int64_t before = contender_yield_swap(c, x, now);
                 if (before < 0 || x->merging_pages > before + MAX(before / 100, (int64_t) 64)) {
-                        c->follow_until_usec = now + CONTROLLER_FOLLOW_USEC;
+                        contender_follow(c, x->pid, x->start_time_ticks, now + CONTROLLER_FOLLOW_USEC, now);
                         continue;
                 }
                 char blocked_text[64];
@@ -467,6 +492,10 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                         return r;
                 decide_about(d, "exclude", &a);
                 contender_yield_forget(c, x->pid, x->start_time_ticks);
+                /* Out now: no more windows for its sake. Seen in Q1: 38
+                 * windows in the 20 s an excluded guest was out, each
+                 * tracing its churn's 230,000 write locks a second. */
+                contender_follow(c, x->pid, x->start_time_ticks, 0, now);
                 Exclusion *e = &c->exclusions[c->n_exclusions++];
                 *e = (Exclusion) {
                         .pid = x->pid,

@@ -1091,10 +1091,13 @@ static void test_contender_still_merging(void **state) {
                         assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC),
                                          x.cfg.burst_interval_usec);
                 }
-                if (expect[i])
+                if (expect[i]) {
                         assert_string_equal(x.plan.actions[0].reason,
                                             "excluding pid 812 (contender): ksmd blocked 100% of its time on it (41% of "
                                             "all its time), 8850 pages merged");
+                        /* out: no more windows for its sake */
+                        assert_false(controller_quick_windows(&x.c, x.s.time_usec));
+                }
         }
         /* and back to the maintenance pace CONTROLLER_FOLLOW_USEC after */
         sim_step(&x, CONTROLLER_FOLLOW_USEC, 10000, 0, 0, 0, 5000000);
@@ -1153,6 +1156,38 @@ static void test_contender_judged_by_visits(void **state) {
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
+        plan_done(&x.plan);
+}
+
+/* Two contenders followed while their merged pages grow: excluding one
+ * ends its follow-up, not the other's. */
+static void test_follow_ends_with_exclusion(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+        x.c.seen_new_mergeable = x.m.new_mergeable_total;
+        x.c.mode = TUNE_MODE_MAINTAIN;
+        x.cfg.exclude_max_merging_pages = 16384;
+        static const int64_t merged_a[] = { 4000, 8000, 8000 }, merged_b[] = { 1000, 3000, 6000 };
+        for (size_t i = 0; i < ELEMENTSOF(merged_a); i++) {
+                model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+                /* 813 judged first: 812's exclusion comes after its follow-up began */
+                x.m.contenders[0].start_time_ticks = 77;
+                x.m.contenders[1] = x.m.contenders[0];
+                x.m.contenders[1].merging_pages = merged_a[i];
+                x.m.contenders[0].pid = 813;
+                x.m.contenders[0].merging_pages = merged_b[i];
+                x.m.n_contenders = 2;
+                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+                assert_true(controller_quick_windows(&x.c, x.s.time_usec));
+        }
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].pid, 812);
+        /* 813 still followed, to 30 s after its latest growth */
+        uint64_t until = x.c.follow_until_usec;
+        assert_true(until >= x.s.time_usec + CONTROLLER_FOLLOW_USEC - 5 * SEC);
+        sim_step(&x, CONTROLLER_FOLLOW_USEC, 10000, 0, 0, 0, 5000000);
+        assert_false(controller_quick_windows(&x.c, x.s.time_usec));
         plan_done(&x.plan);
 }
 
@@ -1451,6 +1486,7 @@ int main(void) {
                 cmocka_unit_test(test_window_share_of_work),
                 cmocka_unit_test(test_contender_judged_by_visits),
                 cmocka_unit_test(test_short_evidence_follow_bounded),
+                cmocka_unit_test(test_follow_ends_with_exclusion),
                 cmocka_unit_test(test_contender_still_merging),
                 cmocka_unit_test(test_trylock_kernel),
                 cmocka_unit_test(test_advisor),
