@@ -42,20 +42,17 @@ WINDOW=${BENCH_SECONDS:-30}
 CALLS=50
 IFACE=org.ksmtuned2.Manager1
 
-tmp=$(mktemp -d /tmp/ksmtuned2-bench-cg.XXXXXX)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin bench-cg
 chmod 755 "$tmp"
 cgdir=$CG2/ksmtuned2-bench.$$
-fleet_pid= daemon_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        exec 7>&- 2>/dev/null
+fleet_pid=
+test_cleanup() {
         [ -n "$fleet_pid" ] && { kill -TERM "$fleet_pid" 2>/dev/null; wait "$fleet_pid" 2>/dev/null; }
         rmdir "$cgdir" 2>/dev/null
         private_bus_stop
-        rm -rf "$tmp"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+fail_log_lines=0
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 kib() { sed -n "s/^$2:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$1/status"; }
 hz=$(getconf CLK_TCK)

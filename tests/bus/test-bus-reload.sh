@@ -15,16 +15,11 @@ command -v busctl >/dev/null || { echo "SKIP: no busctl"; exit 77; }
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 IFACE=org.ksmtuned2.Manager1
-tmp=$(mktemp -d)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin bus-reload
 chmod 755 "$tmp"
-daemon_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        private_bus_stop
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; cat "$tmp/daemon.log" >&2; exit 1; }
+daemon_log=$tmp/daemon.log
+test_cleanup() { private_bus_stop; }
 ok() { echo "ok: $*"; }
 prop() { busctl get-property org.ksmtuned2 /org/ksmtuned2 $IFACE "$1"; }
 wait_for() { # seconds command...

@@ -23,20 +23,17 @@ command -v setpriv >/dev/null || { echo "SKIP: no setpriv"; exit 77; }
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 unset COLUMNS
 IFACE=org.ksmtuned2.Manager1
-tmp=$(mktemp -d)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin bus-visibility
 chmod 755 "$tmp"
-daemon_pid=
+daemon_log=$tmp/daemon.log
 wl_pids=()
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+test_cleanup() {
         for p in "${wl_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
         private_bus_stop
         wait 2>/dev/null
         for cg in "${cgs[@]}"; do rmdir "$cg" 2>/dev/null; done
-        rm -rf "$tmp"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/daemon.log" ] && { echo "--- daemon log:" >&2; tail -40 "$tmp/daemon.log" >&2; }; exit 1; }
 ok() { echo "ok: $*"; }
 wait_for() { # seconds command...
         local n=$(( $1 * 10 )); shift

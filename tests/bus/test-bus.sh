@@ -23,21 +23,17 @@ unset COLUMNS # ksmctl's tables take their natural width (not a terminal)
 KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 MEMBERS="$SOURCE_ROOT/tests/bus/introspect-members.py"
 IFACE=org.ksmtuned2.Manager1
-tmp=$(mktemp -d)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin bus
 chmod 755 "$tmp"
-daemon_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+daemon_log=$tmp/daemon.log
+test_cleanup() {
         [ -n "${WORKLOAD_PID:-}" ] && kill -KILL "$WORKLOAD_PID" 2>/dev/null
         [ -n "${hostile_pid:-}" ] && kill -KILL "$hostile_pid" 2>/dev/null && wait "$hostile_pid" 2>/dev/null
         [ -n "${hostile_cg:-}" ] && rmdir "$hostile_cg" 2>/dev/null
         private_bus_stop
         jobs -p | xargs -r kill -KILL 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
 }
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/daemon.log" ] && { echo "--- daemon log:" >&2; cat "$tmp/daemon.log" >&2; }; exit 1; }
 ok() { echo "ok: $*"; }
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"; }
 prop() { busctl get-property org.ksmtuned2 /org/ksmtuned2 $IFACE "$1"; }

@@ -15,19 +15,10 @@ set -u
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 . "$SOURCE_ROOT/tests/lib/inject-target.sh"
 
-tmp=$(mktemp -d)
-daemon_pid=
-target_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        [ -n "$target_pid" ] && kill -KILL "$target_pid" 2>/dev/null
-        exec 8>&- 2>/dev/null
-        wait 2>/dev/null
-        mountpoint -q "$tmp/run" && umount "$tmp/run"
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; grep -v "leave-alone" "$tmp/log" | tail -30 >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin full-run
+test_cleanup() { wait 2>/dev/null; mountpoint -q "$tmp/run" && umount "$tmp/run"; }
+fail_log_lines=30
 
 mkdir -p "$tmp/run" "$tmp/policy.d"
 mount -t tmpfs -o size=64k,mode=0755 ksmtuned2-test "$tmp/run" || { echo "SKIP: cannot mount a tmpfs"; exit 77; }

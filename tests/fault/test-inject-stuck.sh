@@ -16,18 +16,8 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d /tmp/ksmtuned2-stuck.XXXXXX)
-daemon_pid=
-pids=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-        exec 8>&- 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin stuck
 wait_for() { # tenths-of-a-second command...
         local n=$1; shift
         for _ in $(seq "$n"); do "$@" && return 0; sleep 0.1; done

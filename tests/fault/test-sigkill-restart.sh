@@ -11,19 +11,14 @@ set -u
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 rounds=${KSMTUNED2_KILL_ROUNDS:-15}
 
-tmp=$(mktemp -d)
-daemon_pid=
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin sigkill
 a_pid= b_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+test_cleanup() {
         for p in ${a_pid:-} ${b_pid:-}; do kill -KILL "$p" 2>/dev/null; done
-        exec 7>&- 8>&- 2>/dev/null
         wait 2>/dev/null
         [ -n "${cg:-}" ] && rmdir "$cg" 2>/dev/null
-        rm -rf "$tmp"
 }
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; tail -40 "$tmp/log" >&2; exit 1; }
 
 # Knobs the daemon will change, at values that are not its targets.
 echo 0 > $KSM/use_zero_pages

@@ -10,16 +10,9 @@ set -u
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
 [ -e "$KSM/advisor_mode" ] || { echo "SKIP: no advisor_mode (kernel before 6.7)"; exit 77; }
-tmp=$(mktemp -d)
-daemon_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-log=$tmp/log
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log" >&2; grep -v "leave-alone: no policy" "$log" | tail -40 >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin advisor
+log=$daemon_log
 mode() { ksm_knob advisor_mode; }
 # wait_log PATTERN: the daemon's own line, which only this step can produce
 wait_log() { for _ in $(seq 100); do grep -Eq "$1" "$log" && return 0; sleep 0.05; done; return 1; }

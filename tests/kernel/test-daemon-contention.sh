@@ -13,21 +13,11 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d)
-daemon_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        exec 7>&- 8>&- 9>&- 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() {
-        echo "--- daemon log, without classification and tick lines" >&2
-        grep -vE 'leave-alone|wait by|tick:' "$tmp/log" | tail -60 >&2
-        echo "FAIL: $*" >&2
-        exit 1
-}
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin contention
+test_cleanup() { exec 6>&- 2>/dev/null; }
+fail_context() { echo "--- daemon log, without classification and tick lines"; grep -vE 'leave-alone|wait by|tick:' "$daemon_log" | tail -60; }
+fail_log_lines=0
 
 tracefs=/sys/kernel/tracing
 [ -d "$tracefs/events" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null
@@ -213,7 +203,7 @@ exec 8>&-
 # A clean stop ends the exclusions: no instance may come to readmit, so the
 # process gets back what it had (its own ranges, not ksm_merge_any), and the
 # journal is left empty for the next instance.
-start_contender 9 33 "$tmp/last"; last_pid=$pid
+start_contender 6 33 "$tmp/last"; last_pid=$pid
 start_daemon
 log_within "pid $last_pid (ksm-workload): method [a-z_]*: disabled" 60 ||
         fail "the second Mode=auto contender was not excluded within 60 s"
@@ -272,4 +262,4 @@ stop_daemon
 [ ! -e "$tmp/run/exclusions" ] || fail "exclusions left in the journal after the readmission: $(cat "$tmp/run/exclusions")"
 alive_untouched "$last_pid"
 echo "a readmission decided in Mode=observe carried out once acting again ($readmitted)"
-exec 9>&-
+exec 6>&-

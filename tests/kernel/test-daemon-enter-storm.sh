@@ -25,17 +25,12 @@ SECONDS_STORM=${STORM_SECONDS:-10}
 MAX_CPU_PERMILLE=100
 MAX_LINES=10
 
-tmp=$(mktemp -d /tmp/ksmtuned2-enter.XXXXXX)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin enter
 chmod 755 "$tmp"
-daemon_pid= storm_pid=
-cleanup() {
-        [ -n "$storm_pid" ] && kill -TERM "$storm_pid" 2>/dev/null
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log (tail):" >&2; tail -20 "$tmp/log" >&2; exit 1; }
+storm_pid=
+test_cleanup() { [ -n "$storm_pid" ] && kill -TERM "$storm_pid" 2>/dev/null; }
+fail_log_lines=20
 ticks() { # utime + stime of the whole process, in clock ticks
         sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
 }

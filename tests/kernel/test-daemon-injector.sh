@@ -20,15 +20,10 @@ set -u
 
 command -v qemu-system-x86_64 >/dev/null || { echo "SKIP: no qemu-system-x86_64 (apt-get install qemu-system-x86)" >&2; exit 77; }
 
-tmp=$(mktemp -d /tmp/ksmtuned2-injector.XXXXXX)
-daemon_pid= qemu_pid= deny_pid= late_pid=
-cleanup() {
-        for p in $daemon_pid $qemu_pid $deny_pid $late_pid; do kill -KILL "$p" 2>/dev/null; done
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin injector
+qemu_pid= deny_pid= late_pid=
+test_cleanup() { for p in $qemu_pid $deny_pid $late_pid; do kill -KILL "$p" 2>/dev/null; done; }
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 field() { sed -n "s/^$2:\t//p" "/proc/$1/status" 2>/dev/null; }

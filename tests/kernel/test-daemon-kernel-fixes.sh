@@ -29,25 +29,14 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d /tmp/ksmtuned2-fixes.XXXXXX)
-daemon_pid=
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin fixes
 thp=/sys/kernel/mm/transparent_hugepage
 thp_saved=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        exec 7>&- 2>/dev/null
-        wait 2>/dev/null
-        # khugepaged's knobs as they were
-        for kv in $thp_saved; do echo "${kv#*=}" > "$thp/${kv%%=*}" 2>/dev/null; done
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() {
-        echo "--- daemon log (kernel fixes, windows):" >&2
-        grep -E 'Kernel fix|contention window|kprobe|tracefs' "$tmp/log" | tail -40 >&2
-        echo "FAIL: $*" >&2
-        exit 1
-}
+# khugepaged's knobs as they were
+test_cleanup() { for kv in $thp_saved; do echo "${kv#*=}" > "$thp/${kv%%=*}" 2>/dev/null; done; }
+fail_context() { echo "--- kernel fixes, windows:"; grep -E 'Kernel fix|contention window|kprobe|tracefs' "$daemon_log" | tail -40; }
+fail_log_lines=0
 : > "$tmp/log"
 wait_s=${KSMTUNED2_FIXES_WAIT:-120}
 

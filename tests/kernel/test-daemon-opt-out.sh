@@ -13,17 +13,9 @@ if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 77; fi
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
 QEMU=$(command -v qemu-system-x86_64) || { echo "SKIP: qemu-system-x86_64 not installed (package qemu-system-x86)"; exit 77; }
 
-tmp=$(mktemp -d /tmp/ksmtuned2-optout.XXXXXX)
-daemon_pid=
-pids=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; cat "$tmp/log" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin optout
+fail_log_lines=200
 wait_log() { # pattern: waits up to 20 s for a log line matching it
         for _ in $(seq 200); do
                 grep -q -e "$1" "$tmp/log" && return 0
@@ -99,7 +91,7 @@ grep -q "pid $on (qemu-system-x86): \[dry-run\] would enable" "$tmp/log" &&
 stop_daemon
 for p in $off $on; do kill -0 "$p" 2>/dev/null || fail "QEMU $p died"; done
 echo "OverrideOptOut=yes: would enable"
-cleanup; trap - EXIT
+test_end; trap - EXIT
 for p in $off $on; do
         pid_gone "$p" || { echo "FAIL: QEMU $p outlived the test" >&2; exit 1; }
 done

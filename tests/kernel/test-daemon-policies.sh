@@ -10,17 +10,9 @@ if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 77; fi
 [ -d /sys/kernel/mm/ksm ] || { echo "SKIP: no KSM"; exit 77; }
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d /tmp/ksmtuned2-policies.XXXXXX)
-daemon_pid=
-pids=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        for p in $pids; do kill -KILL "$p" 2>/dev/null; done
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; cat "$tmp/log" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin policies
+fail_log_lines=200
 wait_log() { # pattern: waits up to 5 s for a log line matching it
         for _ in $(seq 50); do
                 grep -q -e "$1" "$tmp/log" && return 0

@@ -12,20 +12,16 @@ set -u
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 . "$SOURCE_ROOT/tests/lib/private-bus.sh"
 
-tmp=$(mktemp -d /var/tmp/ksmtuned2-priv.XXXXXX)
-daemon_pid=
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin priv /var/tmp
 suid_pid=
 plain_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+test_cleanup() {
         [ -n "$suid_pid" ] && kill -KILL "$suid_pid" 2>/dev/null
         [ -n "$plain_pid" ] && kill -KILL "$plain_pid" 2>/dev/null
-        wait "$daemon_pid" "$suid_pid" "$plain_pid" 2>/dev/null
         private_bus_stop
-        rm -rf "$tmp"
 }
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -30 "$tmp/log" >&2; exit 1; }
+fail_log_lines=30
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 merge_any() { ksm_flag "$1" merge_any; }
 is_merging() { [ "$(merge_any "$1")" = yes ]; }

@@ -24,17 +24,8 @@ fi
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 
-tmp=$(mktemp -d /tmp/ksmtuned2-remote.XXXXXX)
-daemon_pid=
-target_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        [ -n "$target_pid" ] && kill -KILL "$target_pid" 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin remote
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 log_has() { grep -q -e "$1" "$tmp/log"; }

@@ -7,11 +7,8 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d)
-daemon_pid=
-cleanup_daemon() { [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap 'cleanup_daemon; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin restore
 
 # Non-default starting values, so "restored" cannot be confused with "defaults".
 echo 0 > $KSM/use_zero_pages

@@ -11,11 +11,9 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d)
-daemon_pid=
-cleanup_daemon() { [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
-trap 'cleanup_daemon; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/log" ] && cat "$tmp/log" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin sandbox
+fail_log_lines=200
 
 before=$(ksm_guard_knobs_now)
 old_mps=$(cat $KSM/max_page_sharing)

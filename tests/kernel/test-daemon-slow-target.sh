@@ -25,23 +25,18 @@ HOG=${KSM_MMAP_LOCK_HOG:-$BUILD_ROOT/tests/helpers/mmap-lock-hog}
 IFACE=org.ksmtuned2.Manager1
 BOUND_MS=4000
 
-tmp=$(mktemp -d /tmp/ksmtuned2-slow.XXXXXX)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin slow
 chmod 755 "$tmp"
-daemon_pid= victim_pid= hog_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+victim_pid= hog_pid=
+# EOF on fd 7 releases the lock (the hog aborts its FUSE connection), kills
+# and reaps its target; SIGTERM does the same.
+test_cleanup() {
         [ -n "$victim_pid" ] && kill -KILL "$victim_pid" 2>/dev/null
-        exec 8>&-
-        # EOF releases the lock (the hog aborts its FUSE connection), kills
-        # and reaps its target; SIGTERM does the same.
         exec 7>&-
         [ -n "$hog_pid" ] && kill -TERM "$hog_pid" 2>/dev/null
         private_bus_stop
-        wait 2>/dev/null
-        rm -rf "$tmp"
 }
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -40 "$tmp/log" >&2; exit 1; }
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 # Never of the hog while it is locked: the read would wait with the rest.

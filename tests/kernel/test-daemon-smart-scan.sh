@@ -14,18 +14,12 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d /tmp/ksmtuned2-smartscan.XXXXXX)
-daemon_pid=
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin smartscan
 pairs_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        [ -n "$pairs_pid" ] && kill -KILL "$pairs_pid" 2>/dev/null
-        exec 8>&- 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- pairs:" >&2; tail -5 "$tmp/pairs.out" >&2; echo "--- daemon log:" >&2; tail -30 "$tmp/log" >&2; exit 1; }
+test_cleanup() { [ -n "$pairs_pid" ] && kill -KILL "$pairs_pid" 2>/dev/null; }
+fail_context() { echo "--- pairs:"; tail -5 "$tmp/pairs.out"; }
+fail_log_lines=30
 : > "$tmp/log"
 ksmd_cpu_ms() { # utime + stime of ksmd, ms
         awk '{ sub(/.*\) /, ""); split($0, f, " "); print int((f[12] + f[13]) * 1000 / '"$(getconf CLK_TCK)"') }' "/proc/$(pgrep -x ksmd | head -1)/stat"

@@ -30,19 +30,15 @@ set -u
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 KSMCTL=${KSMCTL:-$BUILD_ROOT/src/ksmctl/ksmctl}
 
-tmp=$(mktemp -d)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin start-late
 chmod 755 "$tmp"
-daemon_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
+log=$daemon_log
+fail_log_lines=60
+test_cleanup() {
         private_bus_stop
         for fd in ${victim_fds:-}; do eval "exec $fd>&-"; done
-        wait 2>/dev/null
-        rm -rf "$tmp"
 }
-trap 'cleanup; ksm_guard_restore' EXIT
-log=$tmp/log
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log" >&2; grep -v "leave-alone: no policy" "$log" | tail -60 >&2; exit 1; }
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 # start_victim SEED: a victim, ready and mergeable; sets victim_pid.

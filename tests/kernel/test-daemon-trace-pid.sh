@@ -16,17 +16,12 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-guard.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d)
-daemon_pid=
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin trace-pid
 alive=          # this round's helpers; cleared once reaped, as the pid numbers are reused on purpose
-cleanup() {
-        # the helpers sleep until killed: kill them before the wait
-        kill -KILL $daemon_pid $alive 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log" >&2; cat "$tmp/log" >&2; exit 1; }
+# the helpers sleep until killed: killed before the wait
+test_cleanup() { kill -KILL $alive 2>/dev/null; }
+fail_log_lines=200
 
 tracefs=/sys/kernel/tracing
 [ -d "$tracefs/events" ] || mount -t tracefs nodev "$tracefs" 2>/dev/null

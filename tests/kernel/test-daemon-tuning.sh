@@ -10,17 +10,10 @@ set -u
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 . "$SOURCE_ROOT/tests/lib/wait.sh"
 
-tmp=$(mktemp -d)
-daemon_pid=
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin tuning
 victim_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        exec 8>&- 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log" >&2; cat "$tmp/log" >&2; exit 1; }
+fail_log_lines=200
 
 tracefs=/sys/kernel/tracing
 if [ ! -d "$tracefs/events" ]; then

@@ -20,17 +20,9 @@ set -u
 . "$SOURCE_ROOT/tests/lib/ksm-flags.sh"
 . "$SOURCE_ROOT/tests/lib/daemon.sh"
 
-tmp=$(mktemp -d /tmp/ksmtuned2-sparse.XXXXXX)
-daemon_pid=
-target_pid=
-cleanup() {
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
-        [ -n "$target_pid" ] && kill -KILL "$target_pid" 2>/dev/null
-        wait 2>/dev/null
-        rm -rf "$tmp"
-}
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() { echo "FAIL: $*" >&2; echo "--- daemon log:" >&2; tail -30 "$tmp/log" >&2; exit 1; }
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin sparse
+fail_log_lines=30
 merge_any() { ksm_flag "$1" merge_any; }
 hold_us() { sed -n 's/^max_hold_us \([0-9]*\).*/\1/p' "$tmp/hold" 2>/dev/null; }
 own_hold_us() { sed -n 's/.* own_hold_us \([0-9]*\).*/\1/p' "$tmp/hold" 2>/dev/null; }

@@ -30,28 +30,23 @@ fi
 seconds=${KSMTUNED2_STORM_SECONDS:-15}
 rate=${KSMTUNED2_STORM_RATE:-500}
 
-tmp=$(mktemp -d)
+. "$SOURCE_ROOT/tests/lib/scaffold.sh"
+test_begin storm
 cg=
-daemon_pid= storm_pid= victim_pid=
-cleanup() {
+storm_pid= victim_pid=
+test_cleanup() {
         [ -n "$storm_pid" ] && kill -TERM "$storm_pid" 2>/dev/null && wait "$storm_pid" 2>/dev/null
-        [ -n "$daemon_pid" ] && kill -KILL "$daemon_pid" 2>/dev/null
         touch "$tmp/stop-hammer" 2>/dev/null
         [ -n "$victim_pid" ] && kill -KILL "$victim_pid" 2>/dev/null
         [ "${bus:-0}" = 1 ] && private_bus_stop
-        exec 7>&- 2>/dev/null
         wait 2>/dev/null
         [ -n "$cg" ] && [ -d "$cg" ] && { rmdir "$cg"/storm-* "$cg/victim" 2>/dev/null; rmdir "$cg"; }
-        rm -rf "$tmp"
 }
-trap 'cleanup; ksm_guard_restore' EXIT
-fail() {
-        echo "FAIL: $*" >&2
-        tail -30 "$tmp/log" >&2
-        sed -n '/"discovery"/,/}/p' "$tmp/run/state.json" >&2 2>/dev/null
+fail_context() {
+        sed -n '/"discovery"/,/}/p' "$tmp/run/state.json" 2>/dev/null
         [ -n "${KSMTUNED2_STORM_KEEP:-}" ] && cp -a "$tmp" "$KSMTUNED2_STORM_KEEP"
-        exit 1
 }
+fail_log_lines=30
 
 cgroot=
 for d in /sys/fs/cgroup/unified /sys/fs/cgroup; do
