@@ -333,6 +333,22 @@ static int read_string(sd_bus_message *m, char **dst) {
         return *dst ? 0 : -ENOMEM;
 }
 
+/* Enters the variant of array type sig ("a..."), then the array in it. */
+static int enter_variant_array(sd_bus_message *m, const char *sig) {
+        int r = sd_bus_message_enter_container(m, 'v', sig);
+        if (r < 0)
+                return r;
+        return sd_bus_message_enter_container(m, 'a', sig + 1);
+}
+
+/* Leaves the array and its variant. */
+static int exit_variant_array(sd_bus_message *m) {
+        int r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
 /* a{sb}, a{ss} or a{sx} inside the variant. */
 static int read_dict(sd_bus_message *m, char type, NamedList *l) {
         char sig[8], entry[8];
@@ -340,10 +356,7 @@ static int read_dict(sd_bus_message *m, char type, NamedList *l) {
 
         snprintf(sig, sizeof sig, "a{s%c}", type);
         snprintf(entry, sizeof entry, "s%c", type);
-        r = sd_bus_message_enter_container(m, 'v', sig);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_enter_container(m, 'a', sig + 1);
+        r = enter_variant_array(m, sig);
         if (r < 0)
                 return r;
         while ((r = sd_bus_message_enter_container(m, 'e', entry)) > 0) {
@@ -373,17 +386,11 @@ static int read_dict(sd_bus_message *m, char type, NamedList *l) {
         }
         if (r < 0)
                 return r;
-        r = sd_bus_message_exit_container(m);
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+        return exit_variant_array(m);
 }
 
 static int read_fixes(sd_bus_message *m, Status *s) {
-        int r = sd_bus_message_enter_container(m, 'v', "a(ssss)");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_enter_container(m, 'a', "(ssss)");
+        int r = enter_variant_array(m, "a(ssss)");
         if (r < 0)
                 return r;
         for (;;) {
@@ -405,17 +412,11 @@ static int read_fixes(sd_bus_message *m, Status *s) {
                 if (!x->name || !x->state || !x->evidence || !x->adaptation)
                         return -ENOMEM;
         }
-        r = sd_bus_message_exit_container(m);
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+        return exit_variant_array(m);
 }
 
 static int read_decisions(sd_bus_message *m, Status *s) {
-        int r = sd_bus_message_enter_container(m, 'v', "a(tss)");
-        if (r < 0)
-                return r;
-        r = sd_bus_message_enter_container(m, 'a', "(tss)");
+        int r = enter_variant_array(m, "a(tss)");
         if (r < 0)
                 return r;
         for (;;) {
@@ -437,10 +438,7 @@ static int read_decisions(sd_bus_message *m, Status *s) {
                 if (!d->kind || !d->text)
                         return -ENOMEM;
         }
-        r = sd_bus_message_exit_container(m);
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+        return exit_variant_array(m);
 }
 
 /* One property of GetAll's reply, the reader positioned at its variant.
@@ -945,6 +943,42 @@ static int call_list(const KsmctlOptions *o, const char *method, sd_bus_message 
         return KSMCTL_EXIT_OK;
 }
 
+/* A list's start: the daemon's answer to method, entered at its array of
+ * sig elements, the pager, and the JSON array or the table begun. Nothing
+ * but the call with --quiet. */
+static int list_begin(const KsmctlOptions *o, const char *method, const char *sig, const TableColumn *columns,
+                      size_t n_columns, sd_bus_message **reply, Table *t, JsonWriter *w) {
+        int r = call_list(o, method, reply);
+        if (r != KSMCTL_EXIT_OK || o->quiet)
+                return r;
+        r = sd_bus_message_enter_container(*reply, 'a', sig);
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        (void) pager_open(!o->no_pager);
+        if (o->json) {
+                json_init(w, stdout, ksmctl_json_pretty(o, false));
+                json_begin_array(w);
+        } else
+                table_init(t, columns, n_columns);
+        return KSMCTL_EXIT_OK;
+}
+
+/* A list's end, r the last read's result: the JSON array closed or the
+ * table printed. *ret_legend says whether the caller's legend follows. */
+static int list_end(const KsmctlOptions *o, int r, Table *t, JsonWriter *w, bool *ret_legend) {
+        *ret_legend = false;
+        if (r < 0)
+                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
+        if (o->json) {
+                json_end_array(w);
+                fputc('\n', stdout);
+                return KSMCTL_EXIT_OK;
+        }
+        table_print(t, stdout, terminal_columns(), !o->no_legend);
+        *ret_legend = !o->no_legend;
+        return KSMCTL_EXIT_OK;
+}
+
 /* The widths ksmctl list had before it followed the terminal: as least as
  * wide, so the columns stay where people are used to them. */
 static const TableColumn process_columns[] = {
@@ -996,18 +1030,10 @@ static int list_processes(const KsmctlOptions *o) {
         int merging, r;
         JsonWriter w;
 
-        r = call_list(o, "ListProcesses", &reply);
+        r = list_begin(o, "ListProcesses", "(isssssssbtxs)", process_columns, ELEMENTSOF(process_columns), &reply,
+                       &t, &w);
         if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
-        r = sd_bus_message_enter_container(reply, 'a', "(isssssssbtxs)");
-        if (r < 0)
-                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
-        (void) pager_open(!o->no_pager);
-        if (o->json) {
-                json_init(&w, stdout, ksmctl_json_pretty(o, false));
-                json_begin_array(&w);
-        } else
-                table_init(&t, process_columns, ELEMENTSOF(process_columns));
         while ((r = sd_bus_message_read(reply, "(isssssssbtxs)", &pid, &comm, &cgroup, &unit, &vm, &policy, &verdict,
                                         &method, &merging, &pages, &profit, &reason)) > 0) {
                 char a[32], b[40], place[512], pid_text[16];
@@ -1045,21 +1071,15 @@ static int list_processes(const KsmctlOptions *o) {
                 if (r < 0)
                         return log_oom(), KSMCTL_EXIT_FAILURE;
         }
-        if (r < 0)
-                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
-        if (o->json) {
-                json_end_array(&w);
-                fputc('\n', stdout);
-                return KSMCTL_EXIT_OK;
-        }
-        table_print(&t, stdout, terminal_columns(), !o->no_legend);
-        if (!o->no_legend) {
+        bool legend;
+        r = list_end(o, r, &t, &w, &legend);
+        if (legend) {
                 char total[32];
                 printf("\n%" PRIu64 " of %" PRIu64 " processes shown%s; %s merging in all.\n", shown, all,
                        o->all ? "" : " (--all for every one)", format_bytes(total, sizeof total, total_pages * page_size()));
                 note_own_processes_only(o, "Only your own processes are listed");
         }
-        return KSMCTL_EXIT_OK;
+        return r;
 }
 
 static const TableColumn cgroup_columns[] = {
@@ -1081,18 +1101,9 @@ static int list_cgroups(const KsmctlOptions *o) {
         JsonWriter w;
         int r;
 
-        r = call_list(o, "ListCgroups", &reply);
+        r = list_begin(o, "ListCgroups", "(sssutx)", cgroup_columns, ELEMENTSOF(cgroup_columns), &reply, &t, &w);
         if (r != KSMCTL_EXIT_OK || o->quiet)
                 return r;
-        r = sd_bus_message_enter_container(reply, 'a', "(sssutx)");
-        if (r < 0)
-                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
-        (void) pager_open(!o->no_pager);
-        if (o->json) {
-                json_init(&w, stdout, ksmctl_json_pretty(o, false));
-                json_begin_array(&w);
-        } else
-                table_init(&t, cgroup_columns, ELEMENTSOF(cgroup_columns));
         while ((r = sd_bus_message_read(reply, "(sssutx)", &cgroup, &unit, &vm, &processes, &pages, &profit)) > 0) {
                 char a[32], b[40], name[256], procs[16], path[CESCAPE_BUF_SIZE + 1];
                 n++;
@@ -1119,19 +1130,13 @@ static int list_cgroups(const KsmctlOptions *o) {
                 if (r < 0)
                         return log_oom(), KSMCTL_EXIT_FAILURE;
         }
-        if (r < 0)
-                return log_error_errno(r, "Cannot parse the daemon's answer: %m"), KSMCTL_EXIT_FAILURE;
-        if (o->json) {
-                json_end_array(&w);
-                fputc('\n', stdout);
-                return KSMCTL_EXIT_OK;
-        }
-        table_print(&t, stdout, terminal_columns(), !o->no_legend);
-        if (!o->no_legend) {
+        bool legend;
+        r = list_end(o, r, &t, &w, &legend);
+        if (legend) {
                 printf("\n%zu cgroup%s.\n", n, n == 1 ? "" : "s");
                 note_own_processes_only(o, "Only your own processes are counted");
         }
-        return KSMCTL_EXIT_OK;
+        return r;
 }
 
 static int verb_list(int argc, char **argv, const KsmctlOptions *o) {
