@@ -11,6 +11,7 @@
  * bar in some windows); less the mean wait measured on the child's mm,
  * 0-3.4%. */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -66,6 +67,16 @@ static void test_wait_floor(void **state) {
         bool mounted = false;
         int ksmd = 0, r;
 
+        /* before the tracer: a child holding its pipes open would keep
+         * its instance from being removed */
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+                (void) unique_area(2);
+                for (;;)
+                        pause();
+        }
+        ksm_guard_track_child(child);
         assert_int_equal(root_open(NULL, &root), 0);
         r = tracer_open(root, true, &t, &mounted);
         if (r < 0 || !tracer_has_mmap_lock_events(t)) {
@@ -75,15 +86,9 @@ static void test_wait_floor(void **state) {
                 skip();
         }
         assert_int_equal(ksmd_find(root, &ksmd), 0);
+        char name[64];
+        strscpy(name, sizeof name, tracer_name(t));
 
-        pid_t child = fork();
-        assert_true(child >= 0);
-        if (child == 0) {
-                (void) unique_area(2);
-                for (;;)
-                        pause();
-        }
-        ksm_guard_track_child(child);
         void *mine = unique_area(1);
         ksm_guard_set("pages_to_scan", "1000");
         ksm_guard_set("sleep_millisecs", "1");
@@ -142,6 +147,7 @@ static void test_wait_floor(void **state) {
         ksm_guard_set("run", "0");
         munmap(mine, AREA);
         tracer_free(t);
+        assert_true(faccessat(root->tracefs_fd, name, F_OK, 0) < 0);
         if (!judged)
                 fail_msg("no window in %d saw ksmd take both processes' locks %d times, losing nothing", ATTEMPTS,
                          MIN_LOCKS);
