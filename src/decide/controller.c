@@ -412,7 +412,9 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                  * to it by half is a few percent of all ksmd's time among
                  * forty, and would never be excluded by that alone (seen
                  * in Q1: a QEMU churning its own mm, a fifth of the scan,
-                 * 24% of ksmd's time on it blocked, 5-13% of its windows). */
+                 * 24% of ksmd's time on it blocked, 5-13% of its windows; figures
+                 * from before the tracing's own share came off each wait,
+                 * contention_window_finish, which was ~20 points of them). */
                 bool per_vma = m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES;
                 bool on_visits = x->scan_blocked_fraction > x->ksmd_blocked_fraction;
                 double blocked = MAX(x->ksmd_blocked_fraction, x->scan_blocked_fraction);

@@ -389,7 +389,8 @@ void model_add_window(Model *m, const ContentionWindow *w, uint64_t now_usec, ui
          * work, its CPU time and its waits, not of its sleep between
          * batches as well. A burst's ksmd scans 100,000 pages in ~200 ms and
          * sleeps ~400 ms after barren scans: a 14 ms window that caught the
-         * end of a batch read 7% where the batch waited 25%, and whether a
+         * end of a batch read 7% where the batch waited 25% (both before the
+         * tracing's share came off the waits, most of those 25%), and whether a
          * contender was judged at all was the windows' luck against ksmd's
          * sleeps. Spinning on the lock (rwsem optimistic spinning) is CPU
          * time too, so a spinning ksmd's share reads up to half too low,
