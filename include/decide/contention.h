@@ -77,6 +77,7 @@ typedef struct LockHolder {
         uint64_t ksmd_wait_nsec;        /* start_locking -> acquire_returned, less the
                                          * tracing's own share once finished */
         uint64_t ksmd_timed_waits;      /* the waits summed in ksmd_wait_nsec */
+        uint64_t ksmd_long_wait_nsec;   /* of ksmd_wait_nsec, the ksmd_waits' (>= ContendedNsec) */
         uint64_t ksmd_trylock_failures; /* success=false: a trylock-patched ksmd skipped it */
         /* ksmd's time at this mm's pages: from each of its acquisitions of
          * it to ksmd's next lock call (the next page), gaps longer than
@@ -195,7 +196,9 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e);
  * 0 or 1 us; their mean is still the tracing's cost, the median is not.
  * So the cost is measured in each window where no wait can be
  * contention: ksmd's lock calls on mms no task wrote to or asked to write
- * to (a reader waits for writers only). Their mean wait, from at least
+ * to (a reader waits for writers only), but for waits of
+ * CONTENTION_WAIT_THRESHOLD_NSEC or more (a writer's hold that spanned the
+ * whole window leaves no event in it). Their mean wait, from at least
  * CONTENTION_FLOOR_MIN_WAITS of them, is taken off each of ksmd's waits
  * (ksmd_wait_floor_nsec), for the window and for each mm: sums less the
  * floor times their count, never below zero. A window with too few such

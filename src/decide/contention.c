@@ -509,8 +509,10 @@ void contention_window_add(ContentionWindow *w, const TraceEvent *e) {
                                 } else if (h) {
                                         h->ksmd_wait_nsec += wait;
                                         h->ksmd_timed_waits++;
-                                        if (wait >= CONTENTION_WAIT_THRESHOLD_NSEC)
+                                        if (wait >= CONTENTION_WAIT_THRESHOLD_NSEC) {
                                                 h->ksmd_waits++;
+                                                h->ksmd_long_wait_nsec += wait;
+                                        }
                                 }
                                 w->ksmd_wait_nsec += wait;
                                 w->ksmd_timed_waits++;
@@ -600,8 +602,10 @@ void contention_window_finish(ContentionWindow *w, uint64_t fallback_nsec) {
                 const LockHolder *h = &w->holders[i];
                 if (h->n_tids > 0 || h->write_locks > 0 || h->write_starts > 0 || h->khugepaged_write_locks > 0)
                         continue;
-                n += h->ksmd_timed_waits;
-                sum += h->ksmd_wait_nsec;
+                /* a long wait there is a writer's all the same, one whose
+                 * hold spanned the window and left no event in it */
+                n += h->ksmd_timed_waits - h->ksmd_waits;
+                sum += h->ksmd_wait_nsec - h->ksmd_long_wait_nsec;
         }
         if (n >= CONTENTION_FLOOR_MIN_WAITS) {
                 floor_nsec = sum / n;

@@ -136,11 +136,11 @@ static void test_wait_floor(void **state) {
                 /* What is left is this process's own doing: its writer
                  * held ksmd up 0-3.4% of ksmd's time here in runs on 6.18
                  * (munmap's TLB flush on a VM is tens of microseconds).
-                 * The bar is half ExcludeBlocked's default, and at least
-                 * half of what the tracing costs on the writerless mm must
-                 * have come off. */
+                 * The bar is half ExcludeBlocked's default, and the
+                 * tracing's share that came off was 8-25 points in those
+                 * runs (the child's raw share 11-26%): at least 5. */
                 assert_true(after < 0.10);
-                assert_true(after < raw - raw_other / 2);
+                assert_true(raw - after >= 0.05);
                 judged = true;
         }
         free(w);

@@ -249,6 +249,17 @@ static void test_window_tracing_floor(void **state) {
         assert_int_equal(w.ksmd_wait_floor_nsec, CONTENTION_WAIT_FLOOR_MAX_NSEC);
         assert_int_equal(w.ksmd_wait_nsec, 300 * (9000 - CONTENTION_WAIT_FLOOR_MAX_NSEC));
 
+        /* A long wait on an mm with no writer event is a hold that spanned
+         * the window: not the tracing's, and not in its measure. */
+        contention_window_init(&w, ksmd);
+        t = add_lock_calls(&w, ksmd, 0xF, 400, t);
+        add_ns(&w, TRACE_EVENT_START_LOCKING, ksmd, 0xF, t, false);
+        add_ns(&w, TRACE_EVENT_ACQUIRE_RETURNED, ksmd, 0xF, t + 50000000, false);
+        contention_window_finish(&w, 0);
+        assert_true(w.ksmd_wait_floor_measured);
+        assert_int_equal(w.ksmd_wait_floor_nsec, 250);
+        assert_int_equal(w.holders[0].ksmd_wait_nsec, 100 * 1000 + 50000000 - 401 * 250);
+
         /* nothing timed: nothing to take off */
         contention_window_init(&w, ksmd);
         contention_window_finish(&w, 0);
