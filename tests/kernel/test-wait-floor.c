@@ -4,12 +4,13 @@
  * pass puts them in the unstable tree, and every comparison there takes the
  * mmap lock of the process whose page it compares with, three events each.
  * The child never writes to its mm; this process takes its own lock for
- * writing once a millisecond (mmap/munmap of one page), a writer seen in
- * the window that holds ksmd up for next to nothing. Raw, ksmd's waits on
+ * writing once in each window (mmap/munmap of one page): a writer seen in
+ * the window, one that holds ksmd up for next to nothing (under a loaded
+ * CI machine, a writer every millisecond held it up 10% of the time). Raw, ksmd's waits on
  * this process read a share of its time there that is only the recording
  * of its start_locking events (12-25% on 6.18: over ExcludeBlocked=20's
  * bar in some windows); less the mean wait measured on the child's mm,
- * 0-3.4%. */
+ * its waits under 20 us read under 5%. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -34,7 +35,7 @@
 
 #define AREA (32u << 20)
 #define WINDOW_USEC 40000
-#define ATTEMPTS 10
+#define ATTEMPTS 30
 /* ksmd's calls on each mm in a window before its shares mean anything */
 #define MIN_LOCKS 200
 
@@ -59,6 +60,16 @@ static void on_event(const TraceEvent *e, void *userdata) {
 static double share(const LockHolder *h) {
         uint64_t on = h->ksmd_wait_nsec + h->ksmd_work_nsec;
         return on ? (double) h->ksmd_wait_nsec / (double) on : 0;
+}
+
+/* The same, of the waits shorter than CONTENTION_WAIT_THRESHOLD_NSEC
+ * only: the longer ones are this process's writer holding ksmd up for
+ * real, which a loaded machine makes long (its thread preempted holding
+ * the lock: 10% of ksmd's time here in one CI run). */
+static double short_share(const LockHolder *h) {
+        uint64_t on = h->ksmd_wait_nsec + h->ksmd_work_nsec;
+        uint64_t short_waits = h->ksmd_wait_nsec - MIN(h->ksmd_wait_nsec, h->ksmd_long_wait_nsec);
+        return on ? (double) short_waits / (double) on : 0;
 }
 
 static void test_wait_floor(void **state) {
@@ -100,13 +111,11 @@ static void test_wait_floor(void **state) {
         for (int attempt = 0; attempt < ATTEMPTS && !judged; attempt++) {
                 contention_window_init(w, ksmd);
                 assert_int_equal(tracer_window_start(t, ksmd, -1, false), 0);
-                uint64_t end = now_usec(CLOCK_MONOTONIC) + WINDOW_USEC;
-                while (now_usec(CLOCK_MONOTONIC) < end) {
-                        void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-                        assert_true(p != MAP_FAILED);
-                        munmap(p, 4096);
-                        (void) nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
-                }
+                /* one write lock: a writer seen, next to no contention */
+                void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                assert_true(p != MAP_FAILED);
+                munmap(p, 4096);
+                (void) nanosleep(&(struct timespec) { .tv_nsec = WINDOW_USEC * 1000 }, NULL);
                 assert_int_equal(tracer_window_stop(t), 0);
                 (void) tracer_read_window(t, 8 << 20, on_event, w);
 
@@ -125,22 +134,24 @@ static void test_wait_floor(void **state) {
                 if (!contention_window_complete(w) || !own || !other || own->ksmd_locks < MIN_LOCKS ||
                     other->ksmd_locks < MIN_LOCKS)
                         continue;
-                double raw = share(own), raw_other = share(other);
+                double raw = share(own), raw_other = share(other), raw_short = short_share(own);
                 contention_window_finish(w, 0);
-                double after = share(own);
+                double after = share(own), after_short = short_share(own);
                 print_message("# ksmd's waits on us: %.1f%% of its time here raw, %.1f%% less %" PRIu64
-                              " ns of tracing each (the child's: %.1f%% raw)\n",
-                              raw * 100, after * 100, w->ksmd_wait_floor_nsec, raw_other * 100);
+                              " ns of tracing each; of waits under %" PRIu64 " us, %.1f%% and %.1f%% "
+                              "(the child's: %.1f%% raw)\n",
+                              raw * 100, after * 100, w->ksmd_wait_floor_nsec,
+                              CONTENTION_WAIT_THRESHOLD_NSEC / NSEC_PER_USEC, raw_short * 100, after_short * 100,
+                              raw_other * 100);
                 assert_true(w->ksmd_wait_floor_measured);
                 assert_true(w->ksmd_wait_floor_nsec > 0 && w->ksmd_wait_floor_nsec <= CONTENTION_WAIT_FLOOR_MAX_NSEC);
-                /* What is left is this process's own doing: its writer
-                 * held ksmd up 0-3.4% of ksmd's time here in runs on 6.18
-                 * (munmap's TLB flush on a VM is tens of microseconds).
-                 * The bar is half ExcludeBlocked's default, and the
-                 * tracing's share that came off was 8-25 points in those
-                 * runs (the child's raw share 11-26%): at least 5. */
-                assert_true(after < 0.10);
-                assert_true(raw - after >= 0.05);
+                /* Of the short waits, what the tracing made, next to
+                 * nothing is left, and the share that came off was
+                 * 11-26 points in runs on 6.18. The long waits would be
+                 * real ones (a writer preempted holding the lock) and are
+                 * not judged here: the machine's load decides them. */
+                assert_true(after_short < 0.05);
+                assert_true(raw_short - after_short >= 0.05);
                 judged = true;
         }
         free(w);
