@@ -90,7 +90,7 @@ typedef struct ContenderYield {
 
 #define CONTROLLER_MAX_YIELDS 32
 
-/* A contender followed (Controller.follow_until_usec): until when, for its
+/* A contender followed (controller_follow_until()): until when, for its
  * own sake. An exclusion ends its follow-up: there is nothing left to judge. */
 typedef struct FollowedContender {
         int pid;                        /* 0 a free slot */
@@ -147,9 +147,7 @@ typedef struct Controller {
          * ksmd's time on it was seen to tell that share: ticks and windows
          * at the burst's pace until then (a window catches ksmd at one
          * process's pages only while the scan is there), judged on the
-         * windows that show it again. The latest of the followed
-         * contenders' own ends. */
-        uint64_t follow_until_usec;
+         * windows that show it again, each until its own end. */
         FollowedContender followed[CONTROLLER_MAX_FOLLOWED];
         /* when a follow-up last began for want of evidence alone: at most
          * one per CONTROLLER_SHORT_FOLLOW_GAP_USEC, so a process that keeps
@@ -161,6 +159,9 @@ typedef struct Controller {
 /* How long a contender seen once is looked for again. */
 #define CONTROLLER_FOLLOW_USEC (30 * USEC_PER_SEC)
 #define CONTROLLER_SHORT_FOLLOW_GAP_USEC (2 * CONTROLLER_FOLLOW_USEC)
+
+/* The latest end of the follow-ups that still run at now, 0 if none. */
+uint64_t controller_follow_until(const Controller *c, uint64_t now_usec);
 
 /* Whether windows and ticks go at the burst's pace at now: bursting, or
  * following a contender seen once. */

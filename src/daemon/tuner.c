@@ -445,7 +445,7 @@ static void disarm_windows(Tuner *t) {
  * ~5 s, S6 a minute, with windows every 5 s after the quick ones, and each
  * arming and disarming is 10-50 ms of the daemon's CPU. */
 static bool windows_soon(const Tuner *t, uint64_t now) {
-        if (t->controller.follow_until_usec > now)
+        if (controller_follow_until(&t->controller, now) > now)
                 return true;
         return tune_mode_is_burst(t->controller.mode) && t->burst_windows < BURST_WINDOWS;
 }
@@ -597,7 +597,7 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         bool bursting = tune_mode_is_burst(t->controller.mode);
         /* Following a contender seen once (controller.c): a window every
          * BURST_WINDOW_GAP until one shows it again, bursting or not. */
-        bool following = t->controller.follow_until_usec > now;
+        bool following = controller_follow_until(&t->controller, now) > now;
         if (bursting || following) {
                 /* A window early in every burst and every second while it
                  * lasts, whatever the samples say:

@@ -339,8 +339,8 @@ static void contender_yield_forget(Controller *c, int pid, uint64_t start_time_t
 }
 
 /* Follows contender x until `until` (or leaves, with until 0, an excluded
- * one alone), and sets follow_until_usec to the latest end of all. When
- * every slot is taken, the one that ends first makes room. */
+ * one alone). When every slot is taken, the one that ends first makes
+ * room. */
 static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, uint64_t until, uint64_t now) {
         FollowedContender *f = NULL;
         for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED && !f; i++)
@@ -357,10 +357,14 @@ static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, 
                                 f = &c->followed[i];
                 *f = (FollowedContender) { .pid = pid, .start_time_ticks = start_time_ticks, .until_usec = until };
         }
-        c->follow_until_usec = 0;
+}
+
+uint64_t controller_follow_until(const Controller *c, uint64_t now_usec) {
+        uint64_t until = 0;
         for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++)
-                if (c->followed[i].pid != 0 && c->followed[i].until_usec > now)
-                        c->follow_until_usec = MAX(c->follow_until_usec, c->followed[i].until_usec);
+                if (c->followed[i].pid != 0 && c->followed[i].until_usec > now_usec)
+                        until = MAX(until, c->followed[i].until_usec);
+        return until;
 }
 
 static int judge_contenders(Controller *c, const Model *m, const TuningConfig *cfg, uint64_t now, Plan *plan,
@@ -796,7 +800,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
 }
 
 bool controller_quick_windows(const Controller *c, uint64_t now_usec) {
-        return tune_mode_is_burst(c->mode) || c->follow_until_usec > now_usec;
+        return tune_mode_is_burst(c->mode) || controller_follow_until(c, now_usec) > now_usec;
 }
 
 uint64_t controller_next_interval_usec(const Controller *c, const TuningConfig *cfg, uint64_t default_usec) {

@@ -907,7 +907,7 @@ static void test_contention_excludes_and_readmits(void **state) {
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
         /* nor is it followed with quick windows while it is out */
-        assert_false(x.c.follow_until_usec > x.s.time_usec);
+        assert_false(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec);
 
         /* readmitted after ReadmitAfter */
         for (int i = 0; i < 125 && x.plan.n_actions == 0; i++)
@@ -1123,7 +1123,7 @@ static void test_contender_judged_by_visits(void **state) {
                                                       "(5% of all its time), 0 pages merged");
 
         /* four visits, 1.6 ms on it: too little to judge by ... */
-        assert_false(x.c.follow_until_usec > x.s.time_usec);
+        assert_false(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec);
         model_add_window(&x.m, visited_window(39, 813, 4), x.s.time_usec, 200 * MS, 0);
         assert_int_equal(x.m.n_contenders, 1);
         assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0, 0);
@@ -1132,7 +1132,7 @@ static void test_contender_judged_by_visits(void **state) {
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
         /* ... so it is looked for again at the burst's pace ... */
-        assert_true(x.c.follow_until_usec > x.s.time_usec);
+        assert_true(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec);
         /* ... until a later window adds to it */
         model_add_window(&x.m, visited_window(39, 813, 4), x.s.time_usec, 200 * MS, 0);
         assert_float_equal(x.m.contenders[0].scan_blocked_fraction, 0.25, 1e-9);
@@ -1184,7 +1184,7 @@ static void test_follow_ends_with_exclusion(void **state) {
         assert_int_equal(x.plan.n_actions, 1);
         assert_int_equal(x.plan.actions[0].pid, 812);
         /* 813 still followed, to 30 s after its latest growth */
-        uint64_t until = x.c.follow_until_usec;
+        uint64_t until = controller_follow_until(&x.c, x.s.time_usec);
         assert_true(until >= x.s.time_usec + CONTROLLER_FOLLOW_USEC - 5 * SEC);
         sim_step(&x, CONTROLLER_FOLLOW_USEC, 10000, 0, 0, 0, 5000000);
         assert_false(controller_quick_windows(&x.c, x.s.time_usec));
@@ -1205,7 +1205,7 @@ static void test_short_evidence_follow_bounded(void **state) {
         assert_float_equal(x.m.contenders[0].scan_blocked_partial, 0.25, 1e-9);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
-        assert_false(x.c.follow_until_usec > x.s.time_usec);
+        assert_false(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec);
 
         /* over a 20% bar: followed */
         x.cfg.exclude_blocked_percent = 20;
@@ -1213,26 +1213,26 @@ static void test_short_evidence_follow_bounded(void **state) {
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
-        uint64_t until = x.c.follow_until_usec;
+        uint64_t until = controller_follow_until(&x.c, x.s.time_usec);
         assert_true(until > x.s.time_usec);
 
         /* another one 5 s later does not extend it ... */
         model_add_window(&x.m, visited_window(39, 822, 4), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
-        assert_int_equal(x.c.follow_until_usec, until);
+        assert_int_equal(controller_follow_until(&x.c, x.s.time_usec), until);
         /* ... nor while the follow-up has lapsed, until a minute after the first */
         for (int i = 0; i < 8; i++)
                 sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         model_add_window(&x.m, visited_window(39, 823, 4), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
-        assert_false(x.c.follow_until_usec > x.s.time_usec);
+        assert_false(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec);
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         model_add_window(&x.m, visited_window(39, 824, 4), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 0;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
-        assert_true(x.c.follow_until_usec > x.s.time_usec);
+        assert_true(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec);
         plan_done(&x.plan);
 }
 
