@@ -59,23 +59,17 @@ typedef void (*TracerEventCallback)(const TraceEvent *e, void *userdata);
 int tracer_read(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata);
 int tracer_read_window(Tracer *t, size_t budget_bytes, TracerEventCallback cb, void *userdata);
 
-/* Enables the mmap_lock events, recording off: ksmd's and khugepaged's
- * own lock calls (khugepaged_pid <= 0: unknown), and write locks of every
- * other task. Every mmap lock call on the host passes through them while
- * armed, so disarm when the windows are over. Armed soft-disabled where
- * the kernel takes the trigger that does it (tracer_window_soft: a few ns
- * a call between windows), else enabled with recording off (each call
- * written out for the filter: ~40 ns). */
-int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid);
-int tracer_window_disarm(Tracer *t);
-bool tracer_window_armed(const Tracer *t);
-bool tracer_window_soft(const Tracer *t);
-/* Starts recording a window (arming first if need be); stop ends it, and
+/* A window: switches the mmap_lock events on, recording off, then starts
+ * recording: ksmd's and khugepaged's own lock calls (khugepaged_pid <= 0:
+ * unknown), and write locks of every other task. Between windows the
+ * events are off: every mmap lock call on the host passes through them
+ * while they are on. stop ends the window and switches them off;
  * tracer_read_window() then reads it. */
 int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe);
 int tracer_window_stop(Tracer *t);
 bool tracer_window_active(const Tracer *t);
-/* Time spent arming and disarming, and how many times. */
+/* Time spent switching the window events on and off, and how many
+ * switches (each way one). */
 uint64_t tracer_switch_nsec(const Tracer *t, unsigned *ret_switches);
 
 /* The seed-001 probes: whether any could be placed (kprobe events and one

@@ -35,6 +35,12 @@
 #define BURST_WINDOW_GAP_USEC (500 * USEC_PER_MSEC)
 #define BURST_WINDOWS 4
 #define BURST_WINDOW_SLOW_GAP_USEC (5 * USEC_PER_SEC)
+/* Each window switches its events on and off, patching kernel text
+ * (tracefs.c): 1.5-3 ms each way on the test machine's 6.18, once 38 ms.
+ * Windows come no closer than this many times what a window's two
+ * switches have cost on average, so that switching takes at most 2% of
+ * the daemon's time wherever it is slow. */
+#define WINDOW_SWITCH_SPACING 50
 /* A burst window that saw ksmd take fewer mmap locks than this fell into
  * its sleep (a burst's sleep grows to ~300 ms after barren scans, its
  * windows are ~70 ms): it says nothing about contention and does not count
@@ -414,36 +420,17 @@ static void contender_facts(Tuner *t, ModelContender *x) {
                 }
 }
 
-/* Logs what switching the window events cost since tracer_switch_nsec()
- * said ns0 (each switch patches kernel text: tracefs.c). */
-static void log_switch_cost(Tuner *t, const char *how, unsigned switches0, uint64_t ns0) {
+/* What a window's two switches of its events (on, then off) cost on
+ * average so far, ns; 0 before the first. */
+static uint64_t window_switch_nsec(const Tuner *t) {
         unsigned switches;
         uint64_t ns = tracer_switch_nsec(t->tracer, &switches);
-        if (switches != switches0)
-                log_debug("contention events switched %s in %" PRIu64 " ms (%u switches, %" PRIu64 " ms in all)",
-                          how, (ns - ns0) / NSEC_PER_MSEC, switches, ns / NSEC_PER_MSEC);
+        return switches ? 2 * ns / switches : 0;
 }
 
-/* Switches the window events off (each switch patches kernel text and
- * costs the daemon milliseconds; tracefs.c): after a quiet window, and when
- * a burst is over. */
-static void disarm_windows(Tuner *t) {
-        unsigned switches0;
-        uint64_t ns0 = tracer_switch_nsec(t->tracer, &switches0);
-        if (!tracer_window_armed(t->tracer))
-                return;
-        (void) tracer_window_disarm(t->tracer);
-        log_switch_cost(t, "off", switches0, ns0);
-}
-
-/* Whether another window follows within BURST_WINDOW_GAP, the events kept
- * armed for it: a burst's first BURST_WINDOWS, and those that follow a
- * contender seen once. Otherwise each window arms them for itself, and
- * they go at its end (and at the next tick after a burst's last quick
- * one, should it be read late). Armed, even soft-disabled, they cost every
- * mmap lock call on the host a little and ksmd most (tracefs.c): S4 bursts
- * ~5 s, S6 a minute, with windows every 5 s after the quick ones, and each
- * arming and disarming is 10-50 ms of the daemon's CPU. */
+/* Whether the next window comes BURST_WINDOW_GAP after this one, not
+ * BURST_WINDOW_SLOW_GAP: a burst's first BURST_WINDOWS, and those that
+ * follow a contender seen once. */
 static bool windows_soon(const Tuner *t, uint64_t now) {
         if (controller_follow_until(&t->controller, now) > now)
                 return true;
@@ -553,17 +540,17 @@ static int on_window_end(sd_event_source *s, uint64_t usec, void *userdata) {
         if (w->ksmd_acquired < WINDOW_MIN_KSMD_LOCKS && t->burst_windows > 0 &&
             tune_mode_is_burst(t->controller.mode))
                 t->burst_windows--;
-        if (!windows_soon(t, now))
-                disarm_windows(t);
         log_debug("contention window: %" PRIu64 " events, ksmd %" PRIu64 " locks (%" PRIu64 " failed) for %" PRIu64
                   " scanned pages in %" PRIu64 " ms, ksmd waited %.0f%% of its work (%.1f ms CPU, %.1f ms waiting beyond the "
-                  "%" PRIu64 " ns of tracing in each%s)%s, %zu contenders, %" PRIu64 " lost%s",
+                  "%" PRIu64 " ns of tracing in each%s)%s, %zu contenders, %" PRIu64 " lost%s; its events switched on and off in "
+                  "%.1f ms on average",
                   w->events, w->ksmd_acquired, w->ksmd_trylock_failures, scanned,
                   (now - t->window_start_usec) / USEC_PER_MSEC, t->model.window_ksmd_blocked_fraction * 100.0,
                   w->ksmd_cpu_known ? (double) w->ksmd_cpu_nsec / 1e6 : -1.0, (double) w->ksmd_wait_nsec / 1e6,
                   w->ksmd_wait_floor_nsec, w->ksmd_wait_floor_measured ? "" : ", as last measured",
                   contention_window_complete(w) ? "" : " (over the span of its events read)", t->model.n_contenders,
-                  w->lost_events, w->truncated ? ", read cut at its budget" : "");
+                  w->lost_events, w->truncated ? ", read cut at its budget" : "",
+                  (double) window_switch_nsec(t) / 1e6);
         log_kernel_fixes(t);
         if (t->model.lock_core != t->logged_core) {
                 log_info("ksmd's mmap locking: %s (%" PRIu64 " mmap locks for %" PRIu64 " scanned pages, %" PRIu64
@@ -635,6 +622,11 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         }
         if (t->window_start_usec != 0 && now - t->window_start_usec < interval)
                 return;
+        /* However soon one is wanted, switching the events stays a small
+         * share of the daemon's time (WINDOW_SWITCH_SPACING). */
+        if (t->window_start_usec != 0 &&
+            now - t->window_start_usec < WINDOW_SWITCH_SPACING * window_switch_nsec(t) / NSEC_PER_USEC)
+                return;
 
         /* A set this small is scanned in a few ms at any rate, and a burst
          * for it ends after two barren full scans: no stall behind a lock
@@ -648,11 +640,12 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
 
         contention_window_init(&t->window, t->ksmd_pid);
         contention_window_set_khugepaged(&t->window, t->khugepaged_pid);
-        unsigned switches0;
-        uint64_t ns0 = tracer_switch_nsec(t->tracer, &switches0);
+        uint64_t ns0 = tracer_switch_nsec(t->tracer, NULL);
         r = tracer_window_start(t->tracer, t->ksmd_pid, t->khugepaged_pid,
                                 kernel_fixes_want_vma_probe(&t->model.fixes));
-        log_switch_cost(t, "on", switches0, ns0);
+        if (r >= 0)
+                log_debug("contention window started: its events switched on in %.1f ms",
+                          (double) (tracer_switch_nsec(t->tracer, NULL) - ns0) / 1e6);
         if (r < 0) {
                 log_debug_errno(r, "Cannot start a contention window: %m");
                 t->window_start_usec = now;
@@ -884,8 +877,6 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
 void tuner_tick_windows(Tuner *t, const Snapshot *s, const Config *config) {
         if (!t || !s->ksm_present)
                 return;
-        if (!windows_soon(t, s->time_usec) && !tracer_window_active(t->tracer))
-                disarm_windows(t);
         maybe_start_window(t, s, &config->tuning);
 }
 
@@ -897,7 +888,6 @@ void tuner_quiesce(Tuner *t) {
                 (void) sd_event_source_set_enabled(t->window_source, SD_EVENT_OFF);
                 (void) tracer_read_window(t->tracer, SIZE_MAX, NULL, NULL);
         }
-        disarm_windows(t);
 }
 
 void tuner_note_unmet(Tuner *t, uint64_t pages) {

@@ -38,34 +38,37 @@ typedef struct TracePipe {
 
 /* Two instances. The main one carries ksm_enter and ksm_stop_scan for the
  * daemon's whole life. The windows' one carries the mmap_lock events (and
- * the seed-001 kprobes): they are enabled ("armed") once for a burst, and
- * each window is that instance's tracing_on switched on and off.
+ * the seed-001 kprobes), enabled for each window only: a window switches
+ * them on with recording off, then is that instance's tracing_on switched
+ * on and off, then switches them off again.
  *
- * Switching an event on or off patches kernel text (a static key and a
- * static call per tracepoint): on the test machine's paravirtualised guest
- * each switch took 9 ms idle and 30-55 ms during a fork storm, so a window
- * that switched its three events on and off cost the daemon ~250 ms of
- * CPU (a ksm_enter storm made it 20% of a core), and the events kept
- * flowing, half switched, for the ~150 ms each way: windows "of 19 ms"
- * lost 90,000 events in CI and paired a start_locking from before the
- * window with an acquire after it. tracing_on is one flag of the ring:
- * a window is exactly its length, and costs no text patching.
+ * Registered, an event costs every mmap lock call on the host, and ksmd,
+ * which takes a page's mm lock and the lock of every mm whose pages it
+ * compares the page with on its way down the unstable tree, most: each
+ * lock three events. An event with a filter is written out in full before
+ * the filter looks at it, tracing_on or not (the kernel's buffered-event
+ * path for filtered events), so enabled between windows ksmd needed 1.7x
+ * the CPU to merge S4's fleet (6 x 256 MiB, 75% alike, at aggressive
+ * knobs: 4.0-4.4 s against 2.3-2.5 s with the events off; 6.18,
+ * 2026-12-04). Until 2026-12-05 they were registered for a burst's quick
+ * windows soft-disabled (a disable_event trigger on oom's mark_victim),
+ * each window flipping their soft flag: 2.9-3.0 s for that merge, still a
+ * quarter over the events off, and taking the trigger away waits for
+ * tracepoint_synchronize_unregister(), 100-115 ms of the daemon's loop
+ * blocked at every burst's end. Switching the three events on or off
+ * patches kernel text (a static key and a static call per tracepoint):
+ * 1.5-3 ms each way on the test machine's 6.18 (idle and in a fork storm
+ * alike; bench-trace-cost.sh), 38 ms once measured there on an earlier
+ * day, so the tuner spaces windows by what switching costs
+ * (tracer_switch_nsec). In Q1 (6.18, 2 runs each, 2026-12-05) ksmd needed
+ * 2.02 us a scanned page with the events kept for the quick windows and
+ * 1.64 us with them switched per window.
  *
- * Armed is not free, though, for ksmd least of all: it takes a page's mm
- * lock, and the lock of every mm whose pages it compares the page with on
- * its way down the unstable tree, each lock three events. An event with a
- * filter is written out in full before the filter looks at it, tracing_on
- * or not (the kernel's buffered-event path for filtered events), so armed
- * between windows ksmd needed 1.7x the CPU to merge S4's fleet (6 x 256
- * MiB, 75% alike, at aggressive knobs: 4.0-4.4 s against 2.3-2.5 s with the
- * events off; 6.18, 2026-12-04), and a burst's merge cost the daemon's ksmd
- * twice aggressive's. So the events are armed soft where the kernel lets
- * us: a disable_event trigger on an event that does not fire (oom's
- * mark_victim; should it fire, it only disables ours until the next window)
- * registers them soft-disabled, and each window's "1" and "0" in their
- * enable files flips a flag, no text patching. Soft-disabled, an event
- * returns before it is written: 2.9-3.0 s for the same merge. Where the
- * trigger is refused the events are enabled as before. */
+ * The order keeps a window exact: every event is on before tracing_on is,
+ * and tracing_on is off before any event goes, so no window records a
+ * half-switched set (a start_locking from before it paired with an
+ * acquire after it). Between "enable" and tracing_on the events are
+ * written out for nothing, for the few ms of the switch. */
 struct Tracer {
         int tracefs_fd;
         int inst_fd;
@@ -74,17 +77,16 @@ struct Tracer {
         bool mmap_lock;
         bool ksm_enter;
         bool ksm_stop_scan;
-        bool armed;                     /* the window events are enabled */
-        bool soft;                      /* armed soft-disabled: windows switch them on and off */
-        bool window;                    /* and recording */
+        bool window;                    /* the window events are enabled and recording */
+        int filter_ksmd, filter_khugepaged; /* the pids the events' filters name (0: none written) */
         bool made, locks_made;          /* we created the instances: remove them */
         char probe_group[32];           /* "ksmtuned2_PID": our kprobe events */
         bool vma_probe[TRACER_MAX_VMA_PROBES]; /* placed on vma_lock_symbols[i] */
         bool vma_probe_armed;
         char name[64];                  /* "instances/ksmtuned2[-PID]" */
         char locks_name[64 + sizeof LOCKS_SUFFIX];
-        uint64_t switch_nsec;           /* spent switching events on and off */
-        unsigned switches;
+        uint64_t switch_nsec;           /* spent switching the window events on and off */
+        unsigned switches;              /* each way counts one */
 };
 
 /* Seed 001: ksmd looking a page up under the read lock of its VMA instead
@@ -116,11 +118,6 @@ static const char *const window_events[] = {
         "events/mmap_lock/mmap_lock_acquire_returned",
         "events/mmap_lock/mmap_lock_released",
 };
-/* The event whose triggers hold the window events in soft mode, and the
- * trigger for each: "disable_event:mmap_lock:mmap_lock_released". */
-#define SOFT_HOST_TRIGGER "events/oom/mark_victim/trigger"
-#define SOFT_TRIGGER_PREFIX "disable_event:mmap_lock:"
-
 /* The daemon that left an instance or a kprobe behind no longer exists
  * (EPERM: it exists, under another user). */
 static bool pid_gone(int pid) {
@@ -257,9 +254,8 @@ static void remove_instance(Tracer *t, int *fd, TracePipe *pipe, bool made, cons
 Tracer *tracer_free(Tracer *t) {
         if (!t)
                 return NULL;
-        /* takes the soft-mode triggers away too */
-        if (t->locks_fd >= 0)
-                (void) tracer_window_disarm(t);
+        if (t->locks_fd >= 0 && t->window)
+                (void) tracer_window_stop(t);
         remove_instance(t, &t->locks_fd, &t->locks_pipe, t->locks_made, t->locks_name);
         remove_instance(t, &t->inst_fd, &t->pipe, t->made, t->name);
         if (t->tracefs_fd >= 0)
@@ -518,55 +514,26 @@ static int write_enables(Tracer *t, const char *value) {
         return first;
 }
 
-/* Adds (or, remove, takes away) the soft-mode trigger of the first n
- * window events. */
-static int soft_triggers(Tracer *t, size_t n, bool remove) {
-        int first = 0;
-        for (size_t i = 0; i < n; i++) {
-                char v[128];
-                snprintf(v, sizeof v, "%s" SOFT_TRIGGER_PREFIX "%s", remove ? "!" : "",
-                         strrchr(window_events[i], '/') + 1);
-                int r = locks_write(t, SOFT_HOST_TRIGGER, v);
-                if (r < 0 && first == 0)
-                        first = r;
-                if (r < 0 && !remove) {
-                        (void) soft_triggers(t, i, true);
-                        return r;
-                }
-        }
-        return first;
-}
-
-/* Registers the window events with recording off (armed) or unregisters
- * them, timing it: soft where the kernel takes the triggers (they come
- * soft-disabled), plainly enabled where not. Each patches kernel text. */
-static int switch_events(Tracer *t, bool on) {
+/* Switches the window events on or off, timing it (each switch patches
+ * kernel text). */
+static int switch_events(Tracer *t, const char *value) {
         uint64_t t0 = now_usec(CLOCK_MONOTONIC);
-        int r;
-        if (on) {
-                t->soft = soft_triggers(t, ELEMENTSOF(window_events), false) >= 0;
-                r = t->soft ? 0 : write_enables(t, "1");
-        } else if (t->soft) {
-                /* soft-disabled first: a trigger taken away from a
-                 * soft-enabled event leaves it enabled for good */
-                (void) write_enables(t, "0");
-                r = soft_triggers(t, ELEMENTSOF(window_events), true);
-                t->soft = false;
-        } else
-                r = write_enables(t, "0");
+        int r = write_enables(t, value);
         t->switch_nsec += (now_usec(CLOCK_MONOTONIC) - t0) * NSEC_PER_USEC;
         t->switches++;
         return r;
 }
 
-int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid) {
+/* The events' filters: ksmd's and khugepaged's own lock calls
+ * (khugepaged_pid <= 0: unknown), and write locks of every other task.
+ * Written when the pids change, with the events off. */
+static int set_filters(Tracer *t, int ksmd_pid, int khugepaged_pid) {
         char f[128];
         int r;
 
-        if (!t->mmap_lock)
-                return -EOPNOTSUPP;
-        if (t->armed)
+        if (t->filter_ksmd == ksmd_pid && t->filter_khugepaged == khugepaged_pid)
                 return 0;
+        t->filter_ksmd = 0;
         /* khugepaged's read locks too (a few per scanned mm, every 10 s
          * by default): whether it drops a contended one (seed 002). */
         char kh[48] = "";
@@ -584,31 +551,9 @@ int tracer_window_arm(Tracer *t, int ksmd_pid, int khugepaged_pid) {
         r = locks_write(t, "events/mmap_lock/mmap_lock_released/filter", f);
         if (r < 0)
                 return r;
-        (void) locks_write(t, "tracing_on", "0");
-        t->armed = true;
-        r = switch_events(t, true);
-        if (r < 0) {
-                (void) tracer_window_disarm(t);
-                return r;
-        }
+        t->filter_ksmd = ksmd_pid;
+        t->filter_khugepaged = khugepaged_pid;
         return 0;
-}
-
-int tracer_window_disarm(Tracer *t) {
-        if (!t || !t->armed)
-                return 0;
-        if (t->window)
-                (void) tracer_window_stop(t);
-        t->armed = false;
-        return switch_events(t, false);
-}
-
-bool tracer_window_armed(const Tracer *t) {
-        return t && t->armed;
-}
-
-bool tracer_window_soft(const Tracer *t) {
-        return t && t->armed && t->soft;
 }
 
 int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_probe) {
@@ -619,17 +564,20 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_pr
                 return -EOPNOTSUPP;
         if (t->window)
                 return 0;
-        r = tracer_window_arm(t, ksmd_pid, khugepaged_pid);
+        (void) locks_write(t, "tracing_on", "0");
+        r = set_filters(t, ksmd_pid, khugepaged_pid);
         if (r < 0)
                 return r;
         /* What an earlier window left unread (a read budget cut it) is
          * not this window's. */
         (void) read_pipe(&t->locks_pipe, SIZE_MAX, NULL, NULL);
         t->locks_pipe.n_carry = 0;
-        /* The seed-001 probes are switched per window, not per burst: an
-         * armed one traps every page fault on the host. */
+        t->window = true;       /* from here on tracer_window_stop() undoes it */
+        r = switch_events(t, "1");
+        /* The seed-001 probes likewise: an enabled one traps every page
+         * fault on the host. */
         t->vma_probe_armed = false;
-        if (vma_probe) {
+        if (r >= 0 && vma_probe) {
                 snprintf(f, sizeof f, "common_pid == %d", ksmd_pid);
                 for (size_t i = 0; i < ELEMENTSOF(vma_lock_symbols); i++) {
                         char p[128];
@@ -643,23 +591,20 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_pr
                                 t->vma_probe_armed = true;
                 }
         }
-        /* Soft-enabled while recording is still off: the window begins
-         * with tracing_on, for all three events at once. */
-        r = t->soft ? write_enables(t, "1") : 0;
         if (r >= 0)
                 r = locks_write(t, "tracing_on", "1");
         if (r < 0) {
                 (void) tracer_window_stop(t);
                 return r;
         }
-        t->window = true;
         return 0;
 }
 
 int tracer_window_stop(Tracer *t) {
+        if (!t || !t->window)
+                return 0;
         int r = locks_write(t, "tracing_on", "0");
-        if (t->soft)
-                (void) write_enables(t, "0");
+        (void) switch_events(t, "0");
         for (size_t i = 0; t->vma_probe_armed && i < ELEMENTSOF(vma_lock_symbols); i++) {
                 char p[128];
                 if (!t->vma_probe[i])

@@ -3,17 +3,18 @@
 # What the contention windows cost, measured in one run on this machine:
 #   1. the daemon's: switching the three mmap_lock events on and off (each
 #      switch patches kernel text: a static key and a static call per
-#      tracepoint), which tracefs.c does once per burst; the median of
+#      tracepoint), which tracefs.c does for each window; the median of
 #      ROUNDS on/off pairs, in ms of wall time;
 #   2. the host's: a process looping mmap + write fault + munmap
 #      (tests/helpers/mmap-rate, two write locks a loop, which the windows'
-#      filter lets through for every task) with the events off, armed
-#      (enabled, the instance's tracing_on=0: what the daemon did between a
-#      burst's windows until 2026-12-04, and still does where the kernel
-#      refuses the soft-mode trigger), soft (registered soft-disabled by a
-#      disable_event trigger on oom:mark_victim: what it does now between
-#      windows) and recording (a window), in alternating rounds of SECONDS
-#      each; prints the median rates and their ratios to off.
+#      filter lets through for every task) with the events off (what the
+#      daemon does between windows since 2026-12-05), armed (enabled, the
+#      instance's tracing_on=0: between a window's switch and its
+#      tracing_on, a few ms; between a burst's windows until 2026-12-04),
+#      soft (registered soft-disabled by a disable_event trigger on
+#      oom:mark_victim: between a burst's windows until 2026-12-05) and
+#      recording (a window), in alternating rounds of SECONDS each; prints
+#      the median rates and their ratios to off.
 #   What armed costs ksmd, whose every tree comparison takes an mm lock, is
 #   not measured here (it needs KSM and its lock): see tracefs.c, 4.0-4.4 s
 #   of ksmd to merge S4's fleet armed, 2.9-3.0 s soft, 2.3-2.5 s off.
@@ -82,7 +83,7 @@ done
 python3 - "${on_ms[*]}" "${off_ms[*]}" "${rate_off[*]}" "${rate_armed[*]}" "${rate_rec[*]}" "${rate_soft[*]}" <<'PY'
 import statistics as st, sys
 on, off, r0, ra, rr, rs = ([float(x) for x in a.split()] for a in sys.argv[1:])
-print("switching the 3 window events (the daemon's cost, once per burst):")
+print("switching the 3 window events (the daemon's cost, each window):")
 print("  on  %.1f ms median (%.1f-%.1f), off %.1f ms median (%.1f-%.1f), %d rounds" %
       (st.median(on) / 1000, min(on) / 1000, max(on) / 1000, st.median(off) / 1000, min(off) / 1000, max(off) / 1000, len(on)))
 print("a process looping mmap + fault + munmap (the host's cost), loops/s:")
@@ -90,8 +91,8 @@ print("  off %.0f, armed %.0f, recording %.0f (medians)" % (st.median(r0), st.me
 print("  armed/off %.3f, recording/off %.3f (median of the per-round ratios)" %
       (st.median([a / o for a, o in zip(ra, r0)]), st.median([r / o for r, o in zip(rr, r0)])))
 if all(rs):
-    print("  soft %.0f, soft/off %.3f (soft-disabled between windows, as the daemon arms them now)" %
+    print("  soft %.0f, soft/off %.3f (soft-disabled, as the daemon kept them between a burst's windows until 2026-12-05)" %
           (st.median(rs), st.median([x / o for x, o in zip(rs, r0)])))
 else:
-    print("  soft: the kernel refused the disable_event trigger (the daemon arms the events plainly here)")
+    print("  soft: the kernel refused the disable_event trigger")
 PY

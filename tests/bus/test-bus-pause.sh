@@ -37,27 +37,37 @@ daemon_pid=$!
 wait_knob smart_scan 0 10 || fail "daemon did not apply SmartScan=no"
 for _ in $(seq 50); do "$KSMCTL" status >/dev/null 2>&1 && break; sleep 0.1; done
 
-# A burst arms the contention windows' events (tracefs.c: registered for a
-# burst's quick windows, soft-disabled between them, "0*", where the kernel
-# takes the trigger, else enabled, "1"; each window is tracing_on); pausing
-# in the middle of it switches them off ("0": no trigger, not registered),
-# since every mmap lock call on the host passes through them.
-# 256 MiB of unique mergeable pages make a burst of a few seconds.
+# A burst's windows switch the mmap_lock events on for each window ("1")
+# and off after it ("0"; tracefs.c), since every mmap lock call on the host
+# passes through them while on. Pausing stops a window that runs (its
+# events off at once) and starts none while paused, however much the burst
+# would want them: the first window comes at the burst's start, then
+# every 500 ms. 256 MiB of unique mergeable pages make a burst of a few
+# seconds. enable_seen MS: whether a read of the enable file saw the events
+# on within that many ms (read without a fork: a window can be 10 ms).
 locks_enable=
+enable_seen() {
+        local end v
+        end=$(( ${EPOCHREALTIME/./} + $1 * 1000 ))
+        while [ "${EPOCHREALTIME/./}" -lt "$end" ]; do
+                read -r v < "$locks_enable" && [ "$v" != 0 ] && return 0
+        done
+        return 1
+}
 inst=$(grep -o "Private tracefs instance [^:]*" "$tmp/daemon.log" | awk '{print $4}')
 if [ -n "$inst" ] && [ -e "$inst-locks/events/mmap_lock/mmap_lock_released/enable" ]; then
         locks_enable="$inst-locks/events/mmap_lock/mmap_lock_released/enable"
         exec 7> >(exec "$KSM_WORKLOAD" --unique 65536 --copies 1 --seed 77 > "$tmp/workload")
-        for _ in $(seq 400); do [ "$(cat "$locks_enable")" != 0 ] && break; sleep 0.05; done
-        [ "$(cat "$locks_enable")" != 0 ] || fail "no burst armed the contention events within 20 s"
+        enable_seen 20000 || fail "no burst window switched the contention events on within 20 s"
 fi
 
 # Paused: hands off, even for a knob set by hand; the tuned knobs stay too.
 "$KSMCTL" pause || fail "ksmctl pause"
 if [ -n "$locks_enable" ]; then
         [ "$(cat "$locks_enable")" = 0 ] || fail "paused daemon left the contention events switched on"
+        ! enable_seen 1500 || fail "paused daemon switched the contention events on for a window"
         exec 7>&-
-        echo "ok: paused in a burst: contention events switched off"
+        echo "ok: paused in a burst: contention events off, and no window for 1.5 s"
 fi
 tuned=$(for k in run pages_to_scan sleep_millisecs; do printf '%s=%s ' $k "$(knob $k)"; done)
 echo 1 > "$KSM/smart_scan"

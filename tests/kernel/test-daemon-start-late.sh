@@ -107,11 +107,12 @@ took=$(wait_merged "$victim_pid" "$t0" "$bound_ms") ||
         fail "started late: victim merged $(cat /proc/$victim_pid/ksm_merging_pages)/8192 pages in $took ms, bound $bound_ms ms"
 grep -q "burst: .* mergeable that ksmd has not met yet" "$tmp/log" || fail "started late: no burst for unmet memory logged"
 echo "ok: started late: merged in $took ms (bound $bound_ms ms): $(grep -o 'burst: .*not met yet' "$tmp/log" | head -1)"
-# The burst's knobs are written before the window's events are switched on
-# (85-99 ms of the loop on this VM), not after: the debug log's order.
+# The burst's knobs are written before a window's events are switched on
+# (each switch blocks the loop; soft arming once took 85-99 ms of it on this
+# VM), not after: the debug log's order.
 order=$(awk '/burst: .*not met yet/ && !b { b = NR }
              b && /set pages_to_scan=/ && !k { k = NR }
-             b && /contention events switched on/ && !w { w = NR }
+             b && /contention window started/ && !w { w = NR }
              END { print (k ? k : 0), (w ? w : 0) }' "$tmp/log")
 read -r knob_line switch_line <<<"$order"
 [ "$knob_line" -gt 0 ] || fail "started late: no pages_to_scan written after the burst"
