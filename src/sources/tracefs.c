@@ -50,19 +50,20 @@ typedef struct TracePipe {
  * path for filtered events), so enabled between windows ksmd needed 1.7x
  * the CPU to merge S4's fleet (6 x 256 MiB, 75% alike, at aggressive
  * knobs: 4.0-4.4 s against 2.3-2.5 s with the events off; 6.18,
- * 2026-12-04). Until 2026-12-05 they were registered for a burst's quick
- * windows soft-disabled (a disable_event trigger on oom's mark_victim),
- * each window flipping their soft flag: 2.9-3.0 s for that merge, still a
- * quarter over the events off, and taking the trigger away waits for
- * tracepoint_synchronize_unregister(), 100-115 ms of the daemon's loop
- * blocked at every burst's end. Switching the three events on or off
- * patches kernel text (a static key and a static call per tracepoint):
- * 1.5-3 ms each way on the test machine's 6.18 (idle and in a fork storm
- * alike; bench-trace-cost.sh), 38 ms once measured there on an earlier
- * day, so the tuner spaces windows by what switching costs
- * (tracer_switch_nsec). In Q1 (6.18, 2 runs each, 2026-12-05) ksmd needed
- * 2.02 us a scanned page with the events kept for the quick windows and
- * 1.64 us with them switched per window.
+ * 2026-12-04). Until commit 9fde544 (later that day) they were
+ * registered for a burst's quick windows soft-disabled (a disable_event
+ * trigger on oom's mark_victim), each window flipping their soft flag:
+ * 2.9-3.0 s for that merge, still a quarter over the events off, and
+ * taking the trigger away waits for tracepoint_synchronize_unregister(),
+ * 100-115 ms of the daemon's loop blocked at every burst's end. Switching
+ * the three events on or off patches kernel text (a static key and a
+ * static call per tracepoint): 1.5-3 ms each way on the test machine's
+ * 6.18 (idle and in a fork storm alike; bench-trace-cost.sh), 38 ms once
+ * measured there on an earlier day, so the tuner spaces windows by what
+ * switching costs (tracer_switch_nsec). Switched per window, ksmd needed
+ * 1.59/1.78 us a scanned page in Q1 against 1.98/2.05 us with the events
+ * kept for the quick windows, and 3.77/4.19 s for S4 against 4.42/4.93 s
+ * (6.18, 2 runs each, the same afternoon).
  *
  * The order keeps a window exact: every event is on before tracing_on is,
  * and tracing_on is off before any event goes, so no window records a

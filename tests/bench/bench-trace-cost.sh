@@ -8,11 +8,11 @@
 #   2. the host's: a process looping mmap + write fault + munmap
 #      (tests/helpers/mmap-rate, two write locks a loop, which the windows'
 #      filter lets through for every task) with the events off (what the
-#      daemon does between windows since 2026-12-05), armed (enabled, the
+#      daemon does between windows since commit 9fde544), armed (enabled, the
 #      instance's tracing_on=0: between a window's switch and its
 #      tracing_on, a few ms; between a burst's windows until 2026-12-04),
 #      soft (registered soft-disabled by a disable_event trigger on
-#      oom:mark_victim: between a burst's windows until 2026-12-05) and
+#      oom:mark_victim: between a burst's windows until commit 9fde544) and
 #      recording (a window), in alternating rounds of SECONDS each; prints
 #      the median rates and their ratios to off.
 #   What armed costs ksmd, whose every tree comparison takes an mm lock, is
@@ -91,7 +91,7 @@ print("  off %.0f, armed %.0f, recording %.0f (medians)" % (st.median(r0), st.me
 print("  armed/off %.3f, recording/off %.3f (median of the per-round ratios)" %
       (st.median([a / o for a, o in zip(ra, r0)]), st.median([r / o for r, o in zip(rr, r0)])))
 if all(rs):
-    print("  soft %.0f, soft/off %.3f (soft-disabled, as the daemon kept them between a burst's windows until 2026-12-05)" %
+    print("  soft %.0f, soft/off %.3f (soft-disabled, as the daemon kept them between a burst's windows until commit 9fde544)" %
           (st.median(rs), st.median([x / o for x, o in zip(rs, r0)])))
 else:
     print("  soft: the kernel refused the disable_event trigger")

@@ -1563,6 +1563,7 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
         sampler.t_start = t0
         peer.start(ctx)
         daemon_pid = (peer.own_pids() or [None])[0]
+        sampler.metrics_path = peer.metrics_path()
         sampler.start()
         merging = MergingSeries(t0)
         merging.pids = [t.pid for t in tenants.values()]
@@ -1634,6 +1635,8 @@ def run_tenants(args, guard, scn_name, peer, repeat, ksmd):
             "merging_series": merging.series,
             "merging_series_kept": merging.series_apart if merging.apart else None,
             "merged_bytes": merging.series[-1][1] * PAGE,
+            # ksmd's CPU in each of the daemon's phases (no tail here)
+            "cpu_by_phase": cpu_by_phase(sampler.cpu_series),
             "guests": guests_out,
             "late_guest_cpu_s": sum(g["cpu_to_marker_s"] for g in guests_out.values() if g["late"]),
             "late_guest_boot_s": max(g["boot_s"] for g in guests_out.values() if g["late"]),
@@ -1836,8 +1839,9 @@ def print_table(scn_name, by_peer, timeout, out):
                 print(f"  ksmd CPU until merged, {peer} (run {r['repeat']}): {r['ksmd_cpu_to_merge_s']:.2f} s of "
                       f"{r['ksmd_cpu_s']:.2f} s", file=out)
             if r.get("cpu_by_phase") and any(ph != "-" for ph in r["cpu_by_phase"]):
-                print(f"  ksmd CPU by {peer} phase (run {r['repeat']}): {fmt_phases(r['cpu_by_phase'])}; "
-                      f"in the tail: {fmt_phases(r.get('tail_cpu_by_phase'))}", file=out)
+                tail = f"; in the tail: {fmt_phases(r['tail_cpu_by_phase'])}" if r.get("tail_cpu_by_phase") else ""
+                print(f"  ksmd CPU by {peer} phase (run {r['repeat']}): {fmt_phases(r['cpu_by_phase'])}{tail}",
+                      file=out)
     for peer, runs in by_peer.items():
         for r in runs:
             if r.get("decisions"):

@@ -244,7 +244,7 @@ static void test_stale_instances(void **state) {
         if (mkdirat(root->tracefs_fd, dead_main, 0700) < 0)
                 skip_freeing(root);         /* no instances here */
         assert_int_equal(mkdirat(root->tracefs_fd, dead_locks, 0700), 0);
-        /* a daemon of before 2026-12-05 killed in a window: its events
+        /* a daemon of before commit 9fde544 killed in a window: its events
          * held soft by their triggers, one soft-enabled; the instance must
          * go all the same, and with it the registration every mmap lock
          * call on the host pays for */
