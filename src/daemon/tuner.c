@@ -585,10 +585,9 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
         if (!tick || !tick->run || tick->scanned_pages == 0)
                 return;         /* ksmd idle: nothing to learn */
         bool bursting = tune_mode_is_burst(t->controller.mode);
-        /* Following a contender seen once (controller.c): a window every
-         * BURST_WINDOW_GAP until one shows it again, bursting or not. */
-        bool following = controller_follow_until(&t->controller, now) > now;
-        if (bursting || following) {
+        /* Bursting, or following a contender seen once (controller.c): a
+         * window every BURST_WINDOW_GAP until one shows it again. */
+        if (controller_quick_windows(&t->controller, now)) {
                 /* A window early in every burst and every second while it
                  * lasts, whatever the samples say:
                  * a ksmd waiting for an mmap_lock whose writer is running

@@ -255,8 +255,7 @@ static void remove_instance(Tracer *t, int *fd, TracePipe *pipe, bool made, cons
 Tracer *tracer_free(Tracer *t) {
         if (!t)
                 return NULL;
-        if (t->locks_fd >= 0 && t->window)
-                (void) tracer_window_stop(t);
+        (void) tracer_window_stop(t);
         remove_instance(t, &t->locks_fd, &t->locks_pipe, t->locks_made, t->locks_name);
         remove_instance(t, &t->inst_fd, &t->pipe, t->made, t->name);
         if (t->tracefs_fd >= 0)
@@ -565,7 +564,7 @@ int tracer_window_start(Tracer *t, int ksmd_pid, int khugepaged_pid, bool vma_pr
                 return -EOPNOTSUPP;
         if (t->window)
                 return 0;
-        (void) locks_write(t, "tracing_on", "0");
+        /* recording is off here: since tracer_open() and every stop */
         r = set_filters(t, ksmd_pid, khugepaged_pid);
         if (r < 0)
                 return r;
