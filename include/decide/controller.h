@@ -85,10 +85,22 @@ typedef struct ContenderYield {
         int pid;                        /* 0 a free slot */
         uint64_t start_time_ticks;
         int64_t merging_pages;
+        uint64_t full_scans;            /* ksmd's full scans as of that window */
         uint64_t usec;
 } ContenderYield;
 
 #define CONTROLLER_MAX_YIELDS 32
+
+/* Two looks at a contender's merged pages tell "no longer grows" only with
+ * this many full scans of ksmd between them. The count moves only while
+ * ksmd is at the mm, and a page identical to a peer's merges a pass after
+ * the pass that put the peer's into the unstable tree, so one pass may add
+ * none where the next adds thousands. Seen in Q1 (2026-12-04): two windows
+ * 0.5 s apart in one pass both showed a booting guest at 5,857 merged
+ * pages, and it was excluded there, on its way to 14,600; its 57 MiB were
+ * out until its readmission 20 s later, and the guests' savings reached
+ * 90% of aggressive's only then (30 s against 13 s). */
+#define CONTROLLER_YIELD_FULL_SCANS 2
 
 /* A contender followed (controller_follow_until()): until when, for its
  * own sake. An exclusion ends its follow-up: there is nothing left to judge. */
@@ -96,6 +108,12 @@ typedef struct FollowedContender {
         int pid;                        /* 0 a free slot */
         uint64_t start_time_ticks;
         uint64_t until_usec;
+        /* over the bar, its merged pages still to be judged: its latest
+         * window's evidence (merging_pages as read since, through
+         * controller_note_merging_pages()), judged again at each tick */
+        bool pending;
+        ModelContender seen;
+        uint64_t seen_usec;
 } FollowedContender;
 
 #define CONTROLLER_MAX_FOLLOWED 8
@@ -159,6 +177,11 @@ typedef struct Controller {
 /* How long a contender seen once is looked for again. */
 #define CONTROLLER_FOLLOW_USEC (30 * USEC_PER_SEC)
 #define CONTROLLER_SHORT_FOLLOW_GAP_USEC (2 * CONTROLLER_FOLLOW_USEC)
+
+/* A followed contender's ksm_merging_pages as read now, -1 when it is gone
+ * (pid reused: start_time_ticks differs), for the judgement between
+ * windows of one that waits for them to hold still. */
+void controller_note_merging_pages(Controller *c, int pid, uint64_t start_time_ticks, int64_t merging_pages);
 
 /* The latest end of the follow-ups that still run at now, 0 if none. */
 uint64_t controller_follow_until(const Controller *c, uint64_t now_usec);

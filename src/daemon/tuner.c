@@ -423,6 +423,25 @@ static void contender_facts(Tuner *t, ModelContender *x) {
                 }
 }
 
+/* The merged pages of each followed contender that waits for them to hold
+ * still, read for the controller's judgement between windows: -1 once the
+ * process is gone or its pid names another. */
+static void note_pending_contenders(Tuner *t) {
+        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++) {
+                const FollowedContender *f = &t->controller.followed[i];
+                ProcStat st;
+                uint64_t pages;
+                int64_t merging = -1;
+
+                if (f->pid == 0 || !f->pending)
+                        continue;
+                if (process_read_brief(t->root, f->pid, &st, &pages) >= 0 &&
+                    st.start_time_ticks == f->start_time_ticks && pages != UINT64_MAX)
+                        merging = (int64_t) pages;
+                controller_note_merging_pages(&t->controller, f->pid, f->start_time_ticks, merging);
+        }
+}
+
 /* What a window's two switches of its events (on, then off) cost on
  * average so far, ns; 0 before the first. */
 static uint64_t window_switch_nsec(const Tuner *t) {
@@ -432,12 +451,20 @@ static uint64_t window_switch_nsec(const Tuner *t) {
 }
 
 /* Whether the next window comes BURST_WINDOW_GAP after this one, not
- * BURST_WINDOW_SLOW_GAP: a burst's first BURST_WINDOWS, and those that
- * follow a contender seen once. */
-static bool windows_soon(const Tuner *t, uint64_t now) {
+ * BURST_WINDOW_SLOW_GAP: a burst's first BURST_WINDOWS, those that follow
+ * a contender seen once, and those of a burst whose samples find ksmd
+ * blocked on an mmap lock (ContentionMinBlocked=): a window tells whose.
+ * Seen in Q1 (2026-12-04): a burst's four quick windows came while the
+ * late guests booted, before ksmd reached the churning one; its ticks then
+ * sampled ksmd blocked 15-92% of the time for 8 s, the windows 5 s apart
+ * never showed that guest, and it was never judged. */
+static bool windows_soon(const Tuner *t, const TuningConfig *cfg, uint64_t now) {
         if (controller_follow_until(&t->controller, now) > now)
                 return true;
-        return tune_mode_is_burst(t->controller.mode) && t->burst_windows < BURST_WINDOWS;
+        if (!tune_mode_is_burst(t->controller.mode))
+                return false;
+        return t->burst_windows < BURST_WINDOWS ||
+               t->model.blocked_fraction * 100.0 >= cfg->contention_min_blocked_percent;
 }
 
 /* The "-locks" instance carries the window's events only (tracefs.c). */
@@ -604,7 +631,7 @@ static void maybe_start_window(Tuner *t, const Snapshot *s, const TuningConfig *
                 if (bursting && t->window_start_usec < t->controller.mode_since_usec)
                         t->burst_windows = 0;   /* the first of this burst: at once */
                 else if (now - t->window_start_usec <
-                         (windows_soon(t, now) ? BURST_WINDOW_GAP_USEC : BURST_WINDOW_SLOW_GAP_USEC))
+                         (windows_soon(t, cfg, now) ? BURST_WINDOW_GAP_USEC : BURST_WINDOW_SLOW_GAP_USEC))
                         return;
                 if (bursting)
                         t->burst_windows++;
@@ -853,6 +880,7 @@ int tuner_tick(Tuner *t, const Snapshot *s, const Config *config, DecisionLog *l
                           (double) tick->ksmd_cpu_nsec / 1e6, model_cpu_nsec_per_page(&t->model),
                           tick->blocked_fraction * 100.0, t->model.scans_without_gain, t->model.scans_without_find,
                           t->controller.allowance_nsec / 1e9);
+        note_pending_contenders(t);
         r = controller_decide(&t->controller, &t->model, cfg, s->time_usec, plan, &d);
         if (r < 0)
                 return r;

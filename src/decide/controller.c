@@ -304,10 +304,20 @@ const Exclusion *controller_exclusion(const Controller *c, int pid) {
         return NULL;
 }
 
-/* Records contender x's merged pages as of now and returns those of the
- * window before that showed it, -1 when none did (within the last 10
- * minutes; a slot older than that, or the oldest, is reused). */
-static int64_t contender_yield_swap(Controller *c, const ModelContender *x, uint64_t now) {
+typedef enum YieldLook {
+        YIELD_FIRST,            /* no earlier look (within 10 minutes) */
+        YIELD_GREW,             /* more than at the earlier look: still merging */
+        YIELD_TOO_SOON,         /* no more, but too few full scans since to tell */
+        YIELD_STEADY,           /* no more, CONTROLLER_YIELD_FULL_SCANS or more full scans since the look kept */
+} YieldLook;
+
+/* Compares contender x's merged pages now (at full_scans) with the earlier
+ * look at them. *ret_since: when the look that still counts was taken (the
+ * earlier one when too soon, else now). The earlier look is kept until a
+ * later one shows growth, which replaces it. A slot older than 10 minutes,
+ * or the oldest, is reused. */
+static YieldLook contender_yield_look(Controller *c, const ModelContender *x, uint64_t full_scans, uint64_t now,
+                                      uint64_t *ret_since) {
         ContenderYield *y = NULL, *spare = NULL;
         for (size_t i = 0; i < CONTROLLER_MAX_YIELDS && !y; i++) {
                 ContenderYield *s = &c->yields[i];
@@ -316,13 +326,28 @@ static int64_t contender_yield_swap(Controller *c, const ModelContender *x, uint
                 else if (!spare || (spare->pid != 0 && (s->pid == 0 || s->usec < spare->usec)))
                         spare = s;      /* a free slot, else the oldest */
         }
-        int64_t before = y && now - y->usec <= 600 * USEC_PER_SEC ? y->merging_pages : -1;
+        YieldLook look = YIELD_FIRST;
+        *ret_since = now;
+        if (y && now - y->usec <= 600 * USEC_PER_SEC) {
+                if (x->merging_pages > y->merging_pages + MAX(y->merging_pages / 100, (int64_t) 64))
+                        look = YIELD_GREW;
+                else if (full_scans < y->full_scans + CONTROLLER_YIELD_FULL_SCANS) {
+                        *ret_since = y->usec;
+                        return YIELD_TOO_SOON;
+                } else
+                        /* steady against the look kept: that one stays,
+                         * so a judgement put off (judge_contender) is
+                         * made at once when it may be */
+                        return YIELD_STEADY;
+        }
         if (!y)
                 y = spare;
-        *y = (ContenderYield) {
-                .pid = x->pid, .start_time_ticks = x->start_time_ticks, .merging_pages = x->merging_pages, .usec = now
-        };
-        return before;
+        *y = (ContenderYield) { .pid = x->pid,
+                                .start_time_ticks = x->start_time_ticks,
+                                .merging_pages = x->merging_pages,
+                                .full_scans = full_scans,
+                                .usec = now };
+        return look;
 }
 
 /* An exclusion or a readmission changes what the process has merged: its
@@ -338,17 +363,22 @@ static void contender_yield_forget(Controller *c, int pid, uint64_t start_time_t
                         c->yields[i] = (ContenderYield) {};
 }
 
-/* Follows contender x until `until` (or leaves, with until 0, an excluded
- * one alone). When every slot is taken, the one that ends first makes
- * room. */
-static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, uint64_t until, uint64_t now) {
+/* Follows contender pid until `until` (or leaves, with until 0, an
+ * excluded one alone). seen: the window's evidence on it, when it waits
+ * for its merged pages to be judged (judge_contenders judges it again
+ * between windows); NULL keeps what the slot had. When every slot is taken,
+ * the one that ends first makes room. */
+static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, uint64_t until, uint64_t now,
+                             const ModelContender *seen) {
         FollowedContender *f = NULL;
         for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED && !f; i++)
                 if (c->followed[i].pid == pid && c->followed[i].start_time_ticks == start_time_ticks)
                         f = &c->followed[i];
-        if (f && until <= now)
+        if (f && until <= now) {
                 *f = (FollowedContender) {};
-        else if (f)
+                return;
+        }
+        if (f)
                 f->until_usec = MAX(f->until_usec, until);
         else if (until > now) {
                 f = &c->followed[0];    /* a free or ended slot, else the one that ends first */
@@ -356,7 +386,27 @@ static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, 
                         if (c->followed[i].until_usec < f->until_usec)
                                 f = &c->followed[i];
                 *f = (FollowedContender) { .pid = pid, .start_time_ticks = start_time_ticks, .until_usec = until };
+        } else
+                return;
+        if (seen) {
+                f->seen = *seen;
+                f->seen_usec = now;
+                f->pending = true;
         }
+}
+
+/* Contender x's latest window put it under the bar: nothing waits to be
+ * judged between windows (a follow-up for want of evidence may go on). */
+static void contender_unpend(Controller *c, const ModelContender *x) {
+        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++)
+                if (c->followed[i].pid == x->pid && c->followed[i].start_time_ticks == x->start_time_ticks)
+                        c->followed[i].pending = false;
+}
+
+void controller_note_merging_pages(Controller *c, int pid, uint64_t start_time_ticks, int64_t merging_pages) {
+        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++)
+                if (c->followed[i].pid == pid && c->followed[i].start_time_ticks == start_time_ticks)
+                        c->followed[i].seen.merging_pages = merging_pages;
 }
 
 uint64_t controller_follow_until(const Controller *c, uint64_t now_usec) {
@@ -365,6 +415,144 @@ uint64_t controller_follow_until(const Controller *c, uint64_t now_usec) {
                 if (c->followed[i].pid != 0 && c->followed[i].until_usec > now_usec)
                         until = MAX(until, c->followed[i].until_usec);
         return until;
+}
+
+/* Contender x, shown by a window, as of full_scans: excluded, followed
+ * (its merged pages still to be judged, or ksmd's time on it too little to
+ * tell its share), or left. */
+static int judge_contender(Controller *c, const Model *m, const TuningConfig *cfg, const ModelContender *x,
+                           uint64_t full_scans, uint64_t now, Plan *plan, ControllerDecisions *d) {
+        int r;
+
+        /* On a trylock kernel ksmd still blocks in the paths the
+         * patch left locked (the scan's own mmap_read_lock), and
+         * each failed try costs the process's pages a full scan:
+         * both count. Where the lookups take VMA locks (seed 001)
+         * the kernel protects ksmd from the churn of other VMAs
+         * and a failed try is a rare fallback: only the time ksmd
+         * still waits (the scan's own lock, which the 6.12 port
+         * keeps) counts, so a churner that does not hold ksmd up
+         * stays in. */
+        /* Blocked: of all ksmd's time, or of its time on this
+         * process, whichever is more. A host's guest is a small
+         * part of ksmd's scan: one that blocks each visit of ksmd
+         * to it by half is a few percent of all ksmd's time among
+         * forty, and would never be excluded by that alone (seen
+         * in Q1: a QEMU churning its own mm, a fifth of the scan,
+         * 24% of ksmd's time on it blocked, 5-13% of its windows; figures
+         * from before the tracing's own share came off each wait,
+         * contention_window_finish, which was ~20 points of them). */
+        bool per_vma = m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES;
+        bool on_visits = x->scan_blocked_fraction > x->ksmd_blocked_fraction;
+        double blocked = MAX(x->ksmd_blocked_fraction, x->scan_blocked_fraction);
+        double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK && !per_vma
+                               ? 1.0 - (1.0 - blocked) * (1.0 - x->trylock_failure_fraction)
+                               : blocked;
+        char why[112];
+
+        /* Only a process whose memory yields little: excluding a
+         * victim that merges (the same-process case) would lose its
+         * savings for the sake of its own churn. Unknown yield is not
+         * "little". */
+        if (x->merging_pages < 0 || (uint64_t) x->merging_pages > cfg->exclude_max_merging_pages)
+                return 0;
+        /* Already out, or no room to take it out: nothing to
+         * look at again. */
+        if (controller_exclusion(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
+                return 0;
+        /* A page merges on its second look at the earliest: until
+         * two full scans after a process entered KSM, "0 pages
+         * merged" says nothing (seen in S3, the victim churning its
+         * own mm: excluded before it merged, never merged). */
+        if (x->entered_seen && full_scans < x->entered_full_scans + 2)
+                return 0;
+        if (share * 100.0 < cfg->exclude_blocked_percent) {
+                contender_unpend(c, x);  /* its latest evidence is under the bar */
+                /* Below the bar for want of evidence only: what
+                 * little of ksmd's time on it was seen is over the
+                 * bar, too little to tell. Look again soon, or the
+                 * burst may end before a window shows more. Seen in
+                 * Q1: the churning guest seen in two windows, 5% and
+                 * 0% of them blocked; no window after the burst,
+                 * and it was never judged. At most one such
+                 * follow-up a minute, whoever asks. */
+                if (x->scan_evidence_short && x->scan_blocked_partial * 100.0 >= cfg->exclude_blocked_percent &&
+                    (c->short_follow_usec == 0 || now - c->short_follow_usec >= CONTROLLER_SHORT_FOLLOW_GAP_USEC)) {
+                        c->short_follow_usec = now;
+                        contender_follow(c, x->pid, x->start_time_ticks, now + CONTROLLER_FOLLOW_USEC, now, NULL);
+                }
+                return 0;
+        }
+        /* Nor while its merged pages still grow: a guest still
+         * booting has few merged yet, and blocks ksmd on a host
+         * whose CPUs its vCPUs oversubscribe (a writer preempted
+         * holding its lock). Seen in Q1 with the cap at 16,384:
+         * the late guest excluded at 8,797 merged pages on its way
+         * to 32,000. Judged once they grew by less than 1% (64
+         * pages at least) over CONTROLLER_YIELD_FULL_SCANS full
+         * scans. Followed meanwhile: from the latest growth, or
+         * for CONTROLLER_FOLLOW_USEC from the look it is compared
+         * with (no longer: a slow scan's two passes may take
+         * minutes, and the windows of that time come anyway). */
+        uint64_t since;
+        YieldLook look = contender_yield_look(c, x, full_scans, now, &since);
+        if (look != YIELD_STEADY) {
+                contender_follow(c, x->pid, x->start_time_ticks, since + CONTROLLER_FOLLOW_USEC, now, x);
+                return 0;
+        }
+        /* Nor, while a burst still finds new sharing, one with merged
+         * pages: its exclusion unmerges them (MADV_UNMERGEABLE and
+         * PR_SET_MEMORY_MERGE 0 alike) until its readmission, while the
+         * ksmd time its lock costs only slows a merge that goes on. Judged
+         * when the burst ends or a full scan finds nothing new. One with
+         * nothing merged costs nothing to exclude: out at once. Seen in Q1
+         * (2026-12-04): the churning guest excluded 8.3-8.5 s in, with
+         * 7,545 pages merged on its way to 13,900; the guests' savings
+         * reached 90% of aggressive's at 29 s, after its readmission,
+         * against 13-14 s in runs where it was excluded later or not. */
+        if (x->merging_pages >= (int64_t) MAX(m->min_gain_pages, UINT64_C(1)) && c->mode == TUNE_MODE_BURST &&
+            m->scans_without_gain == 0) {
+                contender_follow(c, x->pid, x->start_time_ticks, now + CONTROLLER_FOLLOW_USEC, now, x);
+                return 0;
+        }
+        char blocked_text[64];
+        if (on_visits)
+                snprintf(blocked_text, sizeof blocked_text, "ksmd blocked %.0f%% of its time on it (%.0f%% of all its time)",
+                         x->scan_blocked_fraction * 100.0, x->ksmd_blocked_fraction * 100.0);
+        else
+                snprintf(blocked_text, sizeof blocked_text, "%.0f%% of ksmd time blocked on %s",
+                         x->ksmd_blocked_fraction * 100.0,
+                         m->lock_core == KSM_LOCK_CORE_TRYLOCK ? "it" : "its mmap lock");
+        if (m->lock_core == KSM_LOCK_CORE_TRYLOCK)
+                snprintf(why, sizeof why, "%.0f%% of ksmd's tries of its mmap lock failed, %s",
+                         x->trylock_failure_fraction * 100.0, blocked_text);
+        else
+                snprintf(why, sizeof why, "%s", blocked_text);
+        ProcessAction a = {
+                .pid = x->pid,
+                .start_time_ticks = x->start_time_ticks,
+                .action = MERGE_ACTION_DISABLE,
+                .method = MERGE_METHOD_ANY,
+        };
+        snprintf(a.reason, sizeof a.reason, "excluding pid %d (%s): %s, %" PRIi64 " pages merged", x->pid,
+                 x->comm, why, x->merging_pages);
+        r = plan_add_action(plan, &a);
+        if (r < 0)
+                return r;
+        decide_about(d, "exclude", &a);
+        contender_yield_forget(c, x->pid, x->start_time_ticks);
+        /* Out now: no more windows for its sake. Seen in Q1: 38
+         * windows in the 20 s an excluded guest was out, each
+         * tracing its churn's 230,000 write locks a second. */
+        contender_follow(c, x->pid, x->start_time_ticks, 0, now, NULL);
+        Exclusion *e = &c->exclusions[c->n_exclusions++];
+        *e = (Exclusion) {
+                .pid = x->pid,
+                .start_time_ticks = x->start_time_ticks,
+                .since_usec = now,
+        };
+        strscpy(e->comm, sizeof e->comm, x->comm);
+        return 0;
 }
 
 static int judge_contenders(Controller *c, const Model *m, const TuningConfig *cfg, uint64_t now, Plan *plan,
@@ -395,120 +583,34 @@ static int judge_contenders(Controller *c, const Model *m, const TuningConfig *c
                 *x = c->exclusions[--c->n_exclusions];
         }
 
-        if (m->window_usec == 0 || m->window_usec == c->last_window_usec)
-                return 0;
-        c->last_window_usec = m->window_usec;
-
-        for (size_t i = 0; i < m->n_contenders; i++) {
-                const ModelContender *x = &m->contenders[i];
-                /* On a trylock kernel ksmd still blocks in the paths the
-                 * patch left locked (the scan's own mmap_read_lock), and
-                 * each failed try costs the process's pages a full scan:
-                 * both count. Where the lookups take VMA locks (seed 001)
-                 * the kernel protects ksmd from the churn of other VMAs
-                 * and a failed try is a rare fallback: only the time ksmd
-                 * still waits (the scan's own lock, which the 6.12 port
-                 * keeps) counts, so a churner that does not hold ksmd up
-                 * stays in. */
-                /* Blocked: of all ksmd's time, or of its time on this
-                 * process, whichever is more. A host's guest is a small
-                 * part of ksmd's scan: one that blocks each visit of ksmd
-                 * to it by half is a few percent of all ksmd's time among
-                 * forty, and would never be excluded by that alone (seen
-                 * in Q1: a QEMU churning its own mm, a fifth of the scan,
-                 * 24% of ksmd's time on it blocked, 5-13% of its windows; figures
-                 * from before the tracing's own share came off each wait,
-                 * contention_window_finish, which was ~20 points of them). */
-                bool per_vma = m->fixes.fix[KERNEL_FIX_PER_VMA].state == FIX_YES;
-                bool on_visits = x->scan_blocked_fraction > x->ksmd_blocked_fraction;
-                double blocked = MAX(x->ksmd_blocked_fraction, x->scan_blocked_fraction);
-                double share = m->lock_core == KSM_LOCK_CORE_TRYLOCK && !per_vma
-                                       ? 1.0 - (1.0 - blocked) * (1.0 - x->trylock_failure_fraction)
-                                       : blocked;
-                char why[112];
-
-                /* Only a process whose memory yields little: excluding a
-                 * victim that merges (the same-process case) would lose its
-                 * savings for the sake of its own churn. Unknown yield is not
-                 * "little". */
-                if (x->merging_pages < 0 || (uint64_t) x->merging_pages > cfg->exclude_max_merging_pages)
-                        continue;
-                /* Already out, or no room to take it out: nothing to
-                 * look at again. */
-                if (controller_exclusion(c, x->pid) || c->n_exclusions >= CONTROLLER_MAX_EXCLUSIONS)
-                        continue;
-                /* A page merges on its second look at the earliest: until
-                 * two full scans after a process entered KSM, "0 pages
-                 * merged" says nothing (seen in S3, the victim churning its
-                 * own mm: excluded before it merged, never merged). */
-                if (x->entered_seen && m->window_full_scans < x->entered_full_scans + 2)
-                        continue;
-                if (share * 100.0 < cfg->exclude_blocked_percent) {
-                        /* Below the bar for want of evidence only: what
-                         * little of ksmd's time on it was seen is over the
-                         * bar, too little to tell. Look again soon, or the
-                         * burst may end before a window shows more. Seen in
-                         * Q1: the churning guest seen in two windows, 5% and
-                         * 0% of them blocked; no window after the burst,
-                         * and it was never judged. At most one such
-                         * follow-up a minute, whoever asks. */
-                        if (x->scan_evidence_short && x->scan_blocked_partial * 100.0 >= cfg->exclude_blocked_percent &&
-                            (c->short_follow_usec == 0 || now - c->short_follow_usec >= CONTROLLER_SHORT_FOLLOW_GAP_USEC)) {
-                                c->short_follow_usec = now;
-                                contender_follow(c, x->pid, x->start_time_ticks, now + CONTROLLER_FOLLOW_USEC, now);
-                        }
-                        continue;
+        /* A new window: the contenders it shows. */
+        if (m->window_usec != 0 && m->window_usec != c->last_window_usec) {
+                c->last_window_usec = m->window_usec;
+                for (size_t i = 0; i < m->n_contenders; i++) {
+                        r = judge_contender(c, m, cfg, &m->contenders[i], m->window_full_scans, now, plan, d);
+                        if (r < 0)
+                                return r;
                 }
-                /* Nor while its merged pages still grow: a guest still
-                 * booting has few merged yet, and blocks ksmd on a host
-                 * whose CPUs its vCPUs oversubscribe (a writer preempted
-                 * holding its lock). Seen in Q1 with the cap at 16,384:
-                 * the late guest excluded at 8,797 merged pages on its way
-                 * to 32,000. Judged from its second window on, once they
-                 * grew by less than 1% (64 pages at least) since the one
-                 * before. */
-                int64_t before = contender_yield_swap(c, x, now);
-                if (before < 0 || x->merging_pages > before + MAX(before / 100, (int64_t) 64)) {
-                        contender_follow(c, x->pid, x->start_time_ticks, now + CONTROLLER_FOLLOW_USEC, now);
+        }
+
+        /* Between windows, each followed contender that waits for its
+         * merged pages to hold still over full scans: judged again on its
+         * latest window's evidence, with its merged pages as read since
+         * (controller_note_merging_pages) and the full scans so far. A
+         * window shows a process only while ksmd is at its pages or looks
+         * one up in its mm, and the burst may end first. Seen in Q1: the
+         * churning guest last shown growing at 15,004 merged pages, ksmd
+         * blocked 72% of its time on it, in the burst's last seconds; the
+         * maintenance windows after it showed no contender for 30 s, and
+         * it was never judged. */
+        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++) {
+                const FollowedContender *f = &c->followed[i];
+                if (f->pid == 0 || !f->pending || f->until_usec <= now || f->seen_usec == now)
                         continue;
-                }
-                char blocked_text[64];
-                if (on_visits)
-                        snprintf(blocked_text, sizeof blocked_text, "ksmd blocked %.0f%% of its time on it (%.0f%% of all its time)",
-                                 x->scan_blocked_fraction * 100.0, x->ksmd_blocked_fraction * 100.0);
-                else
-                        snprintf(blocked_text, sizeof blocked_text, "%.0f%% of ksmd time blocked on %s",
-                                 x->ksmd_blocked_fraction * 100.0,
-                                 m->lock_core == KSM_LOCK_CORE_TRYLOCK ? "it" : "its mmap lock");
-                if (m->lock_core == KSM_LOCK_CORE_TRYLOCK)
-                        snprintf(why, sizeof why, "%.0f%% of ksmd's tries of its mmap lock failed, %s",
-                                 x->trylock_failure_fraction * 100.0, blocked_text);
-                else
-                        snprintf(why, sizeof why, "%s", blocked_text);
-                ProcessAction a = {
-                        .pid = x->pid,
-                        .start_time_ticks = x->start_time_ticks,
-                        .action = MERGE_ACTION_DISABLE,
-                        .method = MERGE_METHOD_ANY,
-                };
-                snprintf(a.reason, sizeof a.reason, "excluding pid %d (%s): %s, %" PRIi64 " pages merged", x->pid,
-                         x->comm, why, x->merging_pages);
-                r = plan_add_action(plan, &a);
+                ModelContender x = f->seen;     /* judging may reuse the slot */
+                r = judge_contender(c, m, cfg, &x, m->full_scans, now, plan, d);
                 if (r < 0)
                         return r;
-                decide_about(d, "exclude", &a);
-                contender_yield_forget(c, x->pid, x->start_time_ticks);
-                /* Out now: no more windows for its sake. Seen in Q1: 38
-                 * windows in the 20 s an excluded guest was out, each
-                 * tracing its churn's 230,000 write locks a second. */
-                contender_follow(c, x->pid, x->start_time_ticks, 0, now);
-                Exclusion *e = &c->exclusions[c->n_exclusions++];
-                *e = (Exclusion) {
-                        .pid = x->pid,
-                        .start_time_ticks = x->start_time_ticks,
-                        .since_usec = now,
-                };
-                strscpy(e->comm, sizeof e->comm, x->comm);
         }
         return 0;
 }

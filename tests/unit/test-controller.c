@@ -39,6 +39,7 @@ static void sim_init(Sim *x) {
         x->s.ksm.value[KSM_PAGES_TO_SCAN] = 100;
         x->s.ksm.value[KSM_SLEEP_MILLISECS] = 20;
         x->s.ksm.value[KSM_SMART_SCAN] = 1;
+        x->s.ksm.value[KSM_FULL_SCANS] = 100;  /* a ksmd that has run: room for looks "scans ago" */
         x->s.ksmd_present = true;
         x->s.mem = (Meminfo) { .mem_total_kib = 24 << 20, .mem_available_kib = 20 << 20, .has_mem_available = true };
         model_init(&x->m, 4096, x->cfg.min_gain_pages);
@@ -864,14 +865,20 @@ static void test_window_share_of_work(void **state) {
         assert_true(x.m.window_ksmd_blocked_fraction > 0.99);
 }
 
-/* As if an earlier window had shown contender pid with these merged
- * pages: a contender is judged from its second window on, once its merged
- * pages stopped growing (contender_yield_swap). */
+/* As if a window CONTROLLER_YIELD_FULL_SCANS full scans before the latest
+ * had shown contender pid with these merged pages: a contender is judged
+ * once its merged pages stopped growing over that many full scans
+ * (contender_yield_look). */
 static void seen_before(Sim *x, int pid, uint64_t start_time_ticks, int64_t merged) {
         for (size_t i = 0; i < CONTROLLER_MAX_YIELDS; i++)
                 if (x->c.yields[i].pid == 0) {
-                        x->c.yields[i] = (ContenderYield) { .pid = pid, .start_time_ticks = start_time_ticks,
-                                                            .merging_pages = merged, .usec = x->s.time_usec };
+                        x->c.yields[i] = (ContenderYield) {
+                                .pid = pid,
+                                .start_time_ticks = start_time_ticks,
+                                .merging_pages = merged,
+                                .full_scans = x->m.window_full_scans - CONTROLLER_YIELD_FULL_SCANS,
+                                .usec = x->s.time_usec,
+                        };
                         return;
                 }
         fail();
@@ -1069,7 +1076,10 @@ static ContentionWindow *visited_window(int ksmd, int churner, int visits) {
 /* A contender is judged from its second window on, and not while its
  * merged pages still grow (Q1: the late guest, booting beside four
  * others on two CPUs, blocked ksmd's visits 24% of the time with 8,797
- * pages merged on its way to 32,000). */
+ * pages merged on its way to 32,000), nor on two looks with fewer than
+ * CONTROLLER_YIELD_FULL_SCANS full scans between them (Q1: a booting guest
+ * shown at 5,857 merged pages by two windows 0.5 s apart in one pass of
+ * ksmd, excluded there on its way to 14,600). */
 static void test_contender_still_merging(void **state) {
         Sim x;
         sim_init(&x);
@@ -1077,21 +1087,40 @@ static void test_contender_still_merging(void **state) {
         x.c.seen_new_mergeable = x.m.new_mergeable_total;
         x.c.mode = TUNE_MODE_MAINTAIN;  /* in maintenance, where windows are rare */
         x.cfg.exclude_max_merging_pages = 16384;
-        static const int64_t merged[] = { 4000, 8797, 8850, 8850 };
-        static const size_t expect[] = { 0, 0, 1, 0 };
-        for (size_t i = 0; i < ELEMENTSOF(merged); i++) {
-                model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
-                x.m.contenders[0].merging_pages = merged[i];
-                x.m.contenders[0].start_time_ticks = 77;
-                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
-                assert_int_equal(x.plan.n_actions, expect[i]);
+        /* ksmd's full scans, then its merged pages as the tuner reads them
+         * at the tick (controller_note_merging_pages), and a window that
+         * shows it or none; the exclusions planned at that tick */
+        static const struct {
+                uint64_t full_scans;
+                int64_t merged;
+                bool window;
+                size_t expect;
+        } w[] = {
+                { 0, 4000, true, 0 },   /* first look */
+                { 1, 8797, true, 0 },   /* grew */
+                { 0, 8797, true, 0 },   /* the same pass: says nothing */
+                { 1, 8820, false, 0 },  /* one pass on, under 1% more: not yet two */
+                { 1, 8850, false, 1 },  /* two passes on, no window: judged on the last one's evidence */
+                { 2, 8850, true, 0 },   /* out already */
+        };
+        for (size_t i = 0; i < ELEMENTSOF(w); i++) {
+                controller_note_merging_pages(&x.c, 812, 77, w[i].merged);
+                sim_step(&x, 5 * SEC, 10000, w[i].full_scans, 0, 0, 5000000);
+                if (w[i].window) {
+                        assert_int_equal(x.plan.n_actions, 0);
+                        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+                        x.m.contenders[0].merging_pages = w[i].merged;
+                        x.m.contenders[0].start_time_ticks = 77;
+                        sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
+                }
+                assert_int_equal(x.plan.n_actions, w[i].expect);
                 /* until judged, windows and ticks at the burst's pace */
-                if (i < 2) {
+                if (i < 4) {
                         assert_true(controller_quick_windows(&x.c, x.s.time_usec));
                         assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC),
                                          x.cfg.burst_interval_usec);
                 }
-                if (expect[i]) {
+                if (w[i].expect) {
                         assert_string_equal(x.plan.actions[0].reason,
                                             "excluding pid 812 (contender): ksmd blocked 100% of its time on it (41% of "
                                             "all its time), 8850 pages merged");
@@ -1102,6 +1131,129 @@ static void test_contender_still_merging(void **state) {
         /* and back to the maintenance pace CONTROLLER_FOLLOW_USEC after */
         sim_step(&x, CONTROLLER_FOLLOW_USEC, 10000, 0, 0, 0, 5000000);
         assert_false(controller_quick_windows(&x.c, x.s.time_usec));
+        plan_done(&x.plan);
+}
+
+/* Between windows, a contender waiting for its merged pages is judged on
+ * its latest window's evidence only while that window put it over the
+ * bar, and not once it is gone. */
+static void test_contender_judged_between_windows(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+        x.c.seen_new_mergeable = x.m.new_mergeable_total;
+        x.c.mode = TUNE_MODE_MAINTAIN;
+        x.cfg.exclude_max_merging_pages = 16384;
+
+        /* shown over the bar, then under it: nothing waits */
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 100;
+        x.m.contenders[0].start_time_ticks = 77;
+        sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
+        model_add_window(&x.m, contended_window(39, 812, 1000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 100;
+        x.m.contenders[0].start_time_ticks = 77;
+        sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
+        controller_note_merging_pages(&x.c, 812, 77, 100);
+        sim_step(&x, 1 * SEC, 10000, 3, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+
+        /* shown over the bar again, then gone before its passes: never excluded */
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 100;
+        x.m.contenders[0].start_time_ticks = 77;
+        sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
+        controller_note_merging_pages(&x.c, 812, 77, -1);
+        sim_step(&x, 1 * SEC, 10000, 3, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 0);
+        /* a note for another start time (a reused pid) changes nothing */
+        model_add_window(&x.m, contended_window(39, 813, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 50;
+        x.m.contenders[0].start_time_ticks = 5;
+        sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
+        controller_note_merging_pages(&x.c, 813, 6, -1);
+        sim_step(&x, 1 * SEC, 10000, 3, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].pid, 813);
+        assert_int_equal(x.plan.actions[0].start_time_ticks, 5);
+        plan_done(&x.plan);
+}
+
+/* While a burst still finds new sharing, a contender with merged pages is
+ * not excluded (its exclusion would unmerge them while the merge goes on);
+ * the full scan that finds nothing new judges it at once. One with nothing
+ * merged is excluded in the burst. */
+static void test_contender_waits_for_burst(void **state) {
+        Sim x;
+        sim_init(&x);
+        x.churning = 8192;      /* pages still changing: no full scan settles the burst */
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+        x.cfg.exclude_max_merging_pages = 16384;
+        assert_int_equal(x.c.mode, TUNE_MODE_BURST);
+
+        /* seen twice, two full scans apart, steady at 9000 and 0, each full scan paying */
+        for (int i = 0; i < 2; i++) {
+                model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+                x.m.contenders[0].merging_pages = 9000;
+                x.m.contenders[0].start_time_ticks = 77;
+                x.m.contenders[1] = x.m.contenders[0];
+                x.m.contenders[1].pid = 813;
+                x.m.contenders[1].merging_pages = 0;
+                x.m.n_contenders = 2;
+                controller_note_merging_pages(&x.c, 812, 77, 9000);
+                sim_step(&x, 500 * MS, 10000, 0, 0, 0, 5000000);
+                for (size_t k = 0; k < x.plan.n_actions; k++)
+                        assert_int_equal(x.plan.actions[k].pid, 813);
+                controller_note_merging_pages(&x.c, 812, 77, 9000);
+                sim_step(&x, 500 * MS, 10000, 2, 4000, 0, 5000000);
+                assert_true(tune_mode_is_burst(x.c.mode));
+                for (size_t k = 0; k < x.plan.n_actions; k++)
+                        assert_int_equal(x.plan.actions[k].pid, 813);
+        }
+        assert_non_null(controller_exclusion(&x.c, 813));
+        assert_null(controller_exclusion(&x.c, 812));
+        assert_true(controller_quick_windows(&x.c, x.s.time_usec));
+        /* a full scan without new sharing: judged at that tick, no window needed */
+        controller_note_merging_pages(&x.c, 812, 77, 9000);
+        sim_step(&x, 500 * MS, 10000, 1, 0, 0, 5000000);
+        assert_true(x.m.scans_without_gain > 0);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].pid, 812);
+        assert_string_equal(x.plan.actions[0].reason,
+                            "excluding pid 812 (contender): 41% of ksmd time blocked on its mmap lock, 9000 pages merged");
+        plan_done(&x.plan);
+}
+
+/* Waiting for the passes that tell is followed at the burst's pace for
+ * CONTROLLER_FOLLOW_USEC from the look it waits to compare with, no
+ * longer: a slow scan's two passes may take minutes. */
+static void test_contender_slow_passes(void **state) {
+        Sim x;
+        sim_init(&x);
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+        x.c.seen_new_mergeable = x.m.new_mergeable_total;
+        x.c.mode = TUNE_MODE_MAINTAIN;
+        x.cfg.exclude_max_merging_pages = 16384;
+        uint64_t first = 0;
+        for (int i = 0; i < 10; i++) {
+                model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+                x.m.contenders[0].merging_pages = 9000;
+                x.m.contenders[0].start_time_ticks = 77;
+                sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+                assert_int_equal(x.plan.n_actions, 0);
+                if (i == 0)
+                        first = x.s.time_usec;
+                assert_int_equal(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec,
+                                 x.s.time_usec < first + CONTROLLER_FOLLOW_USEC);
+        }
+        /* two passes after the first look: judged on the window that shows it */
+        sim_step(&x, 5 * SEC, 10000, 2, 0, 0, 5000000);
+        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
+        x.m.contenders[0].merging_pages = 9000;
+        x.m.contenders[0].start_time_ticks = 77;
+        sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+        assert_int_equal(x.plan.n_actions, 1);
+        assert_int_equal(x.plan.actions[0].action, MERGE_ACTION_DISABLE);
         plan_done(&x.plan);
 }
 
@@ -1169,7 +1321,15 @@ static void test_follow_ends_with_exclusion(void **state) {
         x.c.mode = TUNE_MODE_MAINTAIN;
         x.cfg.exclude_max_merging_pages = 16384;
         static const int64_t merged_a[] = { 4000, 8000, 8000 }, merged_b[] = { 1000, 3000, 6000 };
+        int excluded = 0;
         for (size_t i = 0; i < ELEMENTSOF(merged_a); i++) {
+                if (i > 0) {    /* the passes that tell a steady count, and the counts the tuner reads */
+                        controller_note_merging_pages(&x.c, 812, 77, merged_a[i]);
+                        controller_note_merging_pages(&x.c, 813, 77, merged_b[i]);
+                        sim_step(&x, 1 * SEC, 10000, CONTROLLER_YIELD_FULL_SCANS, 0, 0, 5000000);
+                        for (size_t k = 0; k < x.plan.n_actions; k++, excluded++)
+                                assert_int_equal(x.plan.actions[k].pid, 812);
+                }
                 model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
                 /* 813 judged first: 812's exclusion comes after its follow-up began */
                 x.m.contenders[0].start_time_ticks = 77;
@@ -1179,10 +1339,12 @@ static void test_follow_ends_with_exclusion(void **state) {
                 x.m.contenders[0].merging_pages = merged_b[i];
                 x.m.n_contenders = 2;
                 sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
+                for (size_t k = 0; k < x.plan.n_actions; k++, excluded++)
+                        assert_int_equal(x.plan.actions[k].pid, 812);
                 assert_true(controller_quick_windows(&x.c, x.s.time_usec));
         }
-        assert_int_equal(x.plan.n_actions, 1);
-        assert_int_equal(x.plan.actions[0].pid, 812);
+        assert_int_equal(excluded, 1);
+        assert_non_null(controller_exclusion(&x.c, 812));
         /* 813 still followed, to 30 s after its latest growth */
         uint64_t until = controller_follow_until(&x.c, x.s.time_usec);
         assert_true(until >= x.s.time_usec + CONTROLLER_FOLLOW_USEC - 5 * SEC);
@@ -1488,6 +1650,9 @@ int main(void) {
                 cmocka_unit_test(test_short_evidence_follow_bounded),
                 cmocka_unit_test(test_follow_ends_with_exclusion),
                 cmocka_unit_test(test_contender_still_merging),
+                cmocka_unit_test(test_contender_slow_passes),
+                cmocka_unit_test(test_contender_judged_between_windows),
+                cmocka_unit_test(test_contender_waits_for_burst),
                 cmocka_unit_test(test_trylock_kernel),
                 cmocka_unit_test(test_advisor),
                 cmocka_unit_test(test_recorded_s1),

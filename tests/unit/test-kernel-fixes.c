@@ -634,6 +634,7 @@ static void test_per_vma_keeps_churners(void **state) {
 
                         s.ksm.present_mask = ~UINT64_C(0);
                         s.ksm.value[KSM_RUN] = 1;
+                        s.ksm.value[KSM_FULL_SCANS] = 100;      /* a ksmd that has run */
                         model_init(&m, 4096, cfg.min_gain_pages);
                         controller_init(&c, &cfg, s.time_usec);
                         model_update(&m, &s);
@@ -653,9 +654,12 @@ static void test_per_vma_keeps_churners(void **state) {
                         assert_int_equal(m.lock_core, KSM_LOCK_CORE_TRYLOCK);
                         assert_int_equal(m.n_contenders, 1);
                         m.contenders[0].merging_pages = 0;
-                        /* an earlier window showed it, with as few merged:
-                         * judged from its second window on (controller.c) */
-                        c.yields[0] = (ContenderYield) { .pid = 812, .usec = s.time_usec };
+                        /* an earlier window showed it, with as few merged,
+                         * CONTROLLER_YIELD_FULL_SCANS full scans ago:
+                         * judged once they held still (controller.c) */
+                        c.yields[0] = (ContenderYield) { .pid = 812,
+                                                         .full_scans = m.window_full_scans - CONTROLLER_YIELD_FULL_SCANS,
+                                                         .usec = s.time_usec };
                         assert_int_equal(controller_decide(&c, &m, &cfg, s.time_usec, &plan, &d), 0);
                         assert_int_equal(plan.n_actions, blocking || !per_vma ? 1 : 0);
                         plan_done(&plan);
