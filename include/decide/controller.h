@@ -15,7 +15,8 @@
  * in Controller between ticks.
  *
  *   hold      processes entering KSM one after another (less than
- *             ARRIVAL_GAP apart): the burst waits for them to pause, for at
+ *             ARRIVAL_GAP apart): the burst waits for them to pause
+ *             (ARRIVAL_HOLD without one, also after a single one), for at
  *             most ARRIVAL_MAX_HOLD from the first, since every pass over
  *             memory that is still arriving is done again once it is in;
  *   burst     new mergeable memory (an mm entered KSM, ksmd's rmap items
@@ -154,6 +155,7 @@ typedef struct Controller {
         uint64_t last_enter_usec;       /* the latest ksm_enter taken into account */
         uint64_t stream_start_usec;     /* first ksm_enter of the current stream of them */
         uint64_t hold_until_usec;       /* bursting waits until then for the stream to pause */
+        bool stream_announced;          /* "holding the burst" said for this stream */
         bool held;                      /* the knobs are the held ones */
         uint64_t decided_usec;          /* the latest decision */
 

@@ -27,7 +27,12 @@
  * stream began. Measured in S4 when its processes entered ~0.3 s apart:
  * ksmd spent ~1.5 s of CPU rescanning the first ones while the others were
  * still being created, as much as the merge itself. A single arrival
- * bursts at once. On 6.18 today each S4 process takes 0.8-0.9 s to fill
+ * waits ARRIVAL_HOLD too, since a stream begins with one (2026-12-04, S4
+ * with its processes entering ~150 ms apart: bursting at the first
+ * arrival, ksmd's 100,000-page batch ran 1.4 passes, ~0.4 s, over the
+ * first process alone before the hold of the second could take effect,
+ * at batch end; a single process's merge waits 400 ms more, against a
+ * bound of aggressive's time + 1 s). On 6.18 earlier each S4 process took 0.8-0.9 s to fill
  * its 256 MiB (ksmd off or not), so they enter 0.72-0.81 s apart and are no
  * stream: holding them (1.5x the gap) or pacing ksmd at a third or a half of
  * the burst's share through them was tried (2026-12-03) and traded merge
@@ -295,6 +300,17 @@ static void because_unmet(Controller *c, ControllerDecisions *d, const Model *m,
         because(c, d, 0, "burst", "%s mergeable that ksmd has not met yet (%s in all: anonymous memory of processes "
                 "in KSM beyond their rmap items)",
                 fmt_pages(a, sizeof a, m, pages), fmt_pages(b, sizeof b, m, m->unmet_pages));
+}
+
+/* "; scanning in 400ms unless another process follows" while an arrival's
+ * hold runs (the first of a possible stream), "" otherwise. */
+static const char *held_text(const Controller *c, uint64_t now, char *buf, size_t n) {
+        char t[32];
+        if (c->hold_until_usec <= now)
+                return "";
+        snprintf(buf, n, "; scanning in %s unless another process follows",
+                 format_timespan(t, sizeof t, c->hold_until_usec - now));
+        return buf;
 }
 
 const Exclusion *controller_exclusion(const Controller *c, int pid) {
@@ -678,7 +694,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
         double rate, m_rate = maintenance_rate(m, cfg, need, cpu);
         uint64_t new_pages = m->new_mergeable_total - c->seen_new_mergeable;
         bool entered = m->entered_count != c->seen_entered;
-        char a[32], b[32], e[32], mt[96];
+        char a[32], b[32], e[32], mt[96], held[80];
         TuneMode before = c->mode;
         int r;
 
@@ -693,10 +709,14 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 unsigned n_new = m->entered_count - c->seen_entered;
                 bool stream = n_new >= 2 ||
                               (c->last_enter_usec > 0 && m->entered_usec - c->last_enter_usec < ARRIVAL_GAP_USEC);
-                if (!stream)
+                if (!stream) {
+                        /* The first of a stream, as far as anyone can
+                         * tell: it waits for the next, or for the pause */
                         c->stream_start_usec = m->entered_usec;
-                else if (m->entered_usec - c->stream_start_usec < ARRIVAL_MAX_HOLD_USEC) {
-                        if (c->hold_until_usec <= now)
+                        c->hold_until_usec = m->entered_usec + ARRIVAL_HOLD_USEC;
+                        c->stream_announced = false;
+                } else if (m->entered_usec - c->stream_start_usec < ARRIVAL_MAX_HOLD_USEC) {
+                        if (!c->stream_announced)
                                 because(c, d, m->entered_pid, "holding the burst",
                                         "pid %d (%s) entered KSM %s after the one before; "
                                         "scanning once the arrivals pause (at most %s after the first)",
@@ -705,6 +725,7 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                                         format_timespan(b, sizeof b, ARRIVAL_MAX_HOLD_USEC));
                         c->hold_until_usec = MIN(m->entered_usec + ARRIVAL_HOLD_USEC,
                                                  c->stream_start_usec + ARRIVAL_MAX_HOLD_USEC);
+                        c->stream_announced = true;
                 }
                 c->last_enter_usec = m->entered_usec;
         }
@@ -722,10 +743,11 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                 else if (!entered && unmet > 0)
                         because_unmet(c, d, m, unmet);
                 else if (entered && new_pages >= min_new)
-                        because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM, %s newly mergeable", m->entered_pid,
-                                m->entered_comm, fmt_pages(a, sizeof a, m, new_pages));
+                        because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM, %s newly mergeable%s", m->entered_pid,
+                                m->entered_comm, fmt_pages(a, sizeof a, m, new_pages), held_text(c, now, held, sizeof held));
                 else if (entered)
-                        because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM", m->entered_pid, m->entered_comm);
+                        because(c, d, m->entered_pid, "burst", "pid %d (%s) entered KSM%s", m->entered_pid, m->entered_comm,
+                                held_text(c, now, held, sizeof held));
                 else
                         because(c, d, 0, "burst", "%s newly mergeable", fmt_pages(a, sizeof a, m, new_pages));
                 c->seen_entered = m->entered_count;
@@ -860,7 +882,8 @@ int controller_decide(Controller *c, const Model *m, const TuningConfig *cfg, ui
                       (bursting && c->throttled != c->knob_throttled);
         if (c->held && !holding && bursting && !c->throttled) {
                 c->reason_pid = 0;
-                snprintf(c->reason, sizeof c->reason, "the arrivals paused: scanning at %.3g%% of a core",
+                snprintf(c->reason, sizeof c->reason, "%s: scanning at %.3g%% of a core",
+                         c->stream_announced ? "the arrivals paused" : "no other process followed",
                          burst_duty(cfg, c->mode, m->scans_without_gain) * 100.0);
         }
         c->held = holding;

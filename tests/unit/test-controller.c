@@ -141,16 +141,24 @@ static void test_burst_decays(void **state) {
         assert_int_equal(x.plan.knobs.value[KSM_RUN], 1);
         assert_true(planned_rate(&x) <= 200);
 
-        /* a process enters KSM: burst at once */
+        /* a process enters KSM: a burst, held ARRIVAL_HOLD (400 ms) for
+         * another that would make it a stream */
         model_note_ksm_enter(&x.m, x.s.time_usec + 10 * MS, 812, "victim");
         sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
-        assert_true(decided(&x, "burst: pid 812 (victim) entered KSM"));
+        assert_true(decided(&x, "burst: pid 812 (victim) entered KSM; scanning in 400ms unless another process follows"));
         /* the reason is the decision's why, without the phase it names */
-        assert_string_equal(x.c.reason, "pid 812 (victim) entered KSM");
+        assert_string_equal(x.c.reason, "pid 812 (victim) entered KSM; scanning in 400ms unless another process follows");
         /* it names a process: the bus shows it to that process's owner only */
         assert_int_equal(x.c.reason_pid, 812);
         assert_true(decided_about(&x, "tuning", 812));
+        assert_true(planned_rate(&x) <= 200);
+        /* the next tick is when the hold ends */
+        assert_int_equal(controller_next_interval_usec(&x.c, &x.cfg, 5 * SEC), 250 * MS);
+        sim_step(&x, 250 * MS, 0, 0, 0, 0, 0);
+        assert_true(planned_rate(&x) <= 200);
+        sim_step(&x, 150 * MS, 0, 0, 0, 0, 0);
+        assert_string_equal(x.c.reason, "no other process followed: scanning at 95% of a core");
         /* the largest batch, a sleep short enough for 95% of a core at the
          * default cost of 4 us per page (100000 * 4 us * 5/95 = 21 ms) */
         assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
@@ -273,12 +281,13 @@ static void test_arrivals_hold_the_burst(void **state) {
         sim_init(&x);
         sim_step(&x, 5 * SEC, 0, 0, 0, 0, 0);
 
-        /* the first bursts at once */
+        /* the first waits 400 ms for another (a stream begins with one) */
         model_note_ksm_enter(&x.m, x.s.time_usec, 100, "vm");
         sim_step(&x, 5 * MS, 0, 0, 0, 0, 0);
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
-        assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
-        double burst = planned_rate(&x);
+        assert_true(decided(&x, "burst: pid 100 (vm) entered KSM; scanning in 395ms unless another process follows"));
+        assert_int_equal(x.last_pages, x.cfg.min_pages_to_scan);
+        double burst = x.cfg.burst_cpu_percent / 100.0 * NSEC_PER_SEC / 4000.0;  /* at the default 4 us a page */
 
         /* the second 200 ms later: held */
         model_note_ksm_enter(&x.m, x.s.time_usec + 195 * MS, 101, "vm");
@@ -607,6 +616,7 @@ static void test_throttle_release_restores_burst(void **state) {
         sim_init(&x);
         model_note_ksm_enter(&x.m, x.s.time_usec + 10 * MS, 77, "guest");
         sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        sim_step(&x, 400 * MS, 0, 0, 0, 0, 0);  /* no other follows */
         assert_int_equal(x.c.mode, TUNE_MODE_BURST);
         assert_int_equal(x.last_pages, x.cfg.max_pages_to_scan);
         sim_step(&x, 250 * MS, 60000, 0, 0, 60000, 240 * 1000 * 1000);
@@ -663,6 +673,7 @@ static void test_burst_ignores_cost_noise(void **state) {
         x.churning = 4096;      /* a fleet still writing part of its memory */
         model_note_ksm_enter(&x.m, x.s.time_usec, 1, "fleet");
         sim_step(&x, 10 * MS, 0, 0, 0, 0, 0);
+        sim_step(&x, 400 * MS, 0, 0, 0, 0, 0);  /* no other follows */
         unsigned before = x.knob_changes;
         for (int i = 0; i < 40; i++) {
                 uint64_t scanned = 150000, cpu = scanned * (i % 2 ? 1000 : 2500);
