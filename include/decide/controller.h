@@ -93,15 +93,17 @@ typedef struct ContenderYield {
 #define CONTROLLER_MAX_YIELDS 32
 
 /* Two looks at a contender's merged pages tell "no longer grows" only with
- * this many full scans of ksmd between them. The count moves only while
- * ksmd is at the mm, and a page identical to a peer's merges a pass after
- * the pass that put the peer's into the unstable tree, so one pass may add
- * none where the next adds thousands. Seen in Q1 (2026-12-04): two windows
- * 0.5 s apart in one pass both showed a booting guest at 5,857 merged
- * pages, and it was excluded there, on its way to 14,600; its 57 MiB were
- * out until its readmission 20 s later, and the guests' savings reached
- * 90% of aggressive's only then (30 s against 13 s). */
-#define CONTROLLER_YIELD_FULL_SCANS 2
+ * a full scan of ksmd between them: the count moves only while ksmd is at
+ * the mm. Seen in Q1 (2026-12-04): two windows 0.5 s apart in one pass
+ * both showed a booting guest at 5,857 merged pages, and it was excluded
+ * there, on its way to 14,600; its 57 MiB were out until its readmission
+ * 20 s later, and the guests' savings reached 90% of aggressive's only
+ * then (30 s against 13 s). Two full scans were tried the same evening:
+ * S2's contender, met by a burst that ended one pass after its first
+ * window, then waited for a maintenance pass (2 min) and was excluded only
+ * in the victim's burst, which it slowed past its bound (1.39-1.45 s
+ * against 1.30-1.38 s; 0.15 s when excluded before). */
+#define CONTROLLER_YIELD_FULL_SCANS 1
 
 /* A contender followed (controller_follow_until()): until when, for its
  * own sake. An exclusion ends its follow-up: there is nothing left to judge. */

@@ -344,11 +344,18 @@ static YieldLook contender_yield_look(Controller *c, const ModelContender *x, ui
         }
         YieldLook look = YIELD_FIRST;
         *ret_since = now;
-        if (y && now - y->usec <= 600 * USEC_PER_SEC) {
-                if (x->merging_pages > y->merging_pages + MAX(y->merging_pages / 100, (int64_t) 64))
+        /* An entry the daemon saw is a look too: nothing merged, at the
+         * full scans of then. A process that entered two full scans ago
+         * and merged nothing since is judged on its first window, as its
+         * exclusion costs nothing (S2: the contender excluded 1.2 s before
+         * the victim appeared, not 1.3 s after, its merge waiting). */
+        ContenderYield entry = { .merging_pages = 0, .full_scans = x->entered_full_scans, .usec = now };
+        const ContenderYield *was = y && now - y->usec <= 600 * USEC_PER_SEC ? y : x->entered_seen ? &entry : NULL;
+        if (was) {
+                if (x->merging_pages > was->merging_pages + MAX(was->merging_pages / 100, (int64_t) 64))
                         look = YIELD_GREW;
-                else if (full_scans < y->full_scans + CONTROLLER_YIELD_FULL_SCANS) {
-                        *ret_since = y->usec;
+                else if (full_scans < was->full_scans + CONTROLLER_YIELD_FULL_SCANS) {
+                        *ret_since = was->usec;
                         return YIELD_TOO_SOON;
                 } else
                         /* steady against the look kept: that one stays,
@@ -508,7 +515,7 @@ static int judge_contender(Controller *c, const Model *m, const TuningConfig *cf
          * pages at least) over CONTROLLER_YIELD_FULL_SCANS full
          * scans. Followed meanwhile: from the latest growth, or
          * for CONTROLLER_FOLLOW_USEC from the look it is compared
-         * with (no longer: a slow scan's two passes may take
+         * with (no longer: a slow scan's pass may take
          * minutes, and the windows of that time come anyway). */
         uint64_t since;
         YieldLook look = contender_yield_look(c, x, full_scans, now, &since);

@@ -942,6 +942,9 @@ static void test_contention_excludes_and_readmits(void **state) {
         x.m.contenders[0].start_time_ticks = 4242;
         sim_step(&x, 5 * SEC, 10000, 0, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
+        /* (but followed, and judged again a full scan on unless it is gone) */
+        assert_true(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec);
+        controller_note_merging_pages(&x.c, 812, 4242, -1);
 
         /* a victim that merges (same-process churn) is never excluded */
         model_add_window(&x.m, contended_window(39, 900, 150000, 200000), x.s.time_usec, 200 * MS, 0);
@@ -1110,8 +1113,8 @@ static void test_contender_still_merging(void **state) {
                 { 0, 4000, true, 0 },   /* first look */
                 { 1, 8797, true, 0 },   /* grew */
                 { 0, 8797, true, 0 },   /* the same pass: says nothing */
-                { 1, 8820, false, 0 },  /* one pass on, under 1% more: not yet two */
-                { 1, 8850, false, 1 },  /* two passes on, no window: judged on the last one's evidence */
+                { 0, 8820, false, 0 },  /* a tick in that pass: nothing either */
+                { 1, 8850, false, 1 },  /* a pass on, under 1% more, no window: judged on the last one's evidence */
                 { 2, 8850, true, 0 },   /* out already */
         };
         for (size_t i = 0; i < ELEMENTSOF(w); i++) {
@@ -1257,8 +1260,8 @@ static void test_contender_slow_passes(void **state) {
                 assert_int_equal(controller_follow_until(&x.c, x.s.time_usec) > x.s.time_usec,
                                  x.s.time_usec < first + CONTROLLER_FOLLOW_USEC);
         }
-        /* two passes after the first look: judged on the window that shows it */
-        sim_step(&x, 5 * SEC, 10000, 2, 0, 0, 5000000);
+        /* the passes after the first look: judged on the window that shows it */
+        sim_step(&x, 5 * SEC, 10000, CONTROLLER_YIELD_FULL_SCANS, 0, 0, 5000000);
         model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
         x.m.contenders[0].merging_pages = 9000;
         x.m.contenders[0].start_time_ticks = 77;
