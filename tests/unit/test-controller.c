@@ -1193,9 +1193,9 @@ static void test_contender_judged_between_windows(void **state) {
         plan_done(&x.plan);
 }
 
-/* While a burst still finds new sharing, a contender with merged pages is
- * not excluded (its exclusion would unmerge them while the merge goes on);
- * the full scan that finds nothing new judges it at once. One with nothing
+/* While a burst lasts, a contender with merged pages is not excluded (its
+ * exclusion would unmerge them while the merge goes on), not even in a
+ * decay step; the tick that ends the burst judges it. One with nothing
  * merged is excluded in the burst. */
 static void test_contender_waits_for_burst(void **state) {
         Sim x;
@@ -1227,10 +1227,18 @@ static void test_contender_waits_for_burst(void **state) {
         assert_non_null(controller_exclusion(&x.c, 813));
         assert_null(controller_exclusion(&x.c, 812));
         assert_true(controller_quick_windows(&x.c, x.s.time_usec));
-        /* a full scan without new sharing: judged at that tick, no window needed */
+        /* a full scan without new sharing: a decay step, still the burst */
         controller_note_merging_pages(&x.c, 812, 77, 9000);
         sim_step(&x, 500 * MS, 10000, 1, 0, 0, 5000000);
         assert_true(x.m.scans_without_gain > 0);
+        assert_int_equal(x.c.mode, TUNE_MODE_DECAY);
+        assert_int_equal(x.plan.n_actions, 0);
+        /* the burst ends: judged at that tick, no window needed */
+        for (int i = 0; i < 5 && tune_mode_is_burst(x.c.mode); i++) {
+                controller_note_merging_pages(&x.c, 812, 77, 9000);
+                sim_step(&x, 500 * MS, 10000, 1, 0, 0, 5000000);
+        }
+        assert_int_equal(x.c.mode, TUNE_MODE_MAINTAIN);
         assert_int_equal(x.plan.n_actions, 1);
         assert_int_equal(x.plan.actions[0].pid, 812);
         assert_string_equal(x.plan.actions[0].reason,
