@@ -1087,6 +1087,16 @@ static ContentionWindow *visited_window(int ksmd, int churner, int visits) {
  * excluded, though that is a few percent of all ksmd's time (Q1: a QEMU
  * guest among five, churning its own mm). Not on a short visit, nor where
  * ksmd looks pages up under VMA locks. */
+/* A controller in maintenance with 64 MiB met, whose contenders may have
+ * up to 16384 merged pages and still be excluded (as in Q1). */
+static void sim_init_judging(Sim *x) {
+        sim_init(x);
+        sim_step(x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
+        x->c.seen_new_mergeable = x->m.new_mergeable_total;
+        x->c.mode = TUNE_MODE_MAINTAIN;         /* in maintenance, where windows are rare */
+        x->cfg.exclude_max_merging_pages = 16384;
+}
+
 /* A contender is judged from its second window on, and not while its
  * merged pages still grow (Q1: the late guest, booting beside four
  * others on two CPUs, blocked ksmd's visits 24% of the time with 8,797
@@ -1096,11 +1106,7 @@ static ContentionWindow *visited_window(int ksmd, int churner, int visits) {
  * ksmd, excluded there on its way to 14,600). */
 static void test_contender_still_merging(void **state) {
         Sim x;
-        sim_init(&x);
-        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
-        x.c.seen_new_mergeable = x.m.new_mergeable_total;
-        x.c.mode = TUNE_MODE_MAINTAIN;  /* in maintenance, where windows are rare */
-        x.cfg.exclude_max_merging_pages = 16384;
+        sim_init_judging(&x);
         /* ksmd's full scans, then its merged pages as the tuner reads them
          * at the tick (controller_note_merging_pages), and a window that
          * shows it or none; the exclusions planned at that tick */
@@ -1148,42 +1154,38 @@ static void test_contender_still_merging(void **state) {
         plan_done(&x.plan);
 }
 
+/* A window of 200 ms in which ksmd waited blocked_usec on pid's lock,
+ * pid (started at start_time_ticks) with these merged pages. */
+static void window_shows(Sim *x, int pid, uint64_t start_time_ticks, uint64_t blocked_usec, int64_t merged) {
+        model_add_window(&x->m, contended_window(39, pid, blocked_usec, 200000), x->s.time_usec, 200 * MS, 0);
+        x->m.contenders[0].merging_pages = merged;
+        x->m.contenders[0].start_time_ticks = start_time_ticks;
+}
+
 /* Between windows, a contender waiting for its merged pages is judged on
  * its latest window's evidence only while that window put it over the
  * bar, and not once it is gone. */
 static void test_contender_judged_between_windows(void **state) {
         Sim x;
-        sim_init(&x);
-        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
-        x.c.seen_new_mergeable = x.m.new_mergeable_total;
-        x.c.mode = TUNE_MODE_MAINTAIN;
-        x.cfg.exclude_max_merging_pages = 16384;
+        sim_init_judging(&x);
 
         /* shown over the bar, then under it: nothing waits */
-        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
-        x.m.contenders[0].merging_pages = 100;
-        x.m.contenders[0].start_time_ticks = 77;
+        window_shows(&x, 812, 77, 82000, 100);
         sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
-        model_add_window(&x.m, contended_window(39, 812, 1000, 200000), x.s.time_usec, 200 * MS, 0);
-        x.m.contenders[0].merging_pages = 100;
-        x.m.contenders[0].start_time_ticks = 77;
+        window_shows(&x, 812, 77, 1000, 100);
         sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
         controller_note_merging_pages(&x.c, 812, 77, 100);
         sim_step(&x, 1 * SEC, 10000, 3, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
 
         /* shown over the bar again, then gone before its passes: never excluded */
-        model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
-        x.m.contenders[0].merging_pages = 100;
-        x.m.contenders[0].start_time_ticks = 77;
+        window_shows(&x, 812, 77, 82000, 100);
         sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
         controller_note_merging_pages(&x.c, 812, 77, -1);
         sim_step(&x, 1 * SEC, 10000, 3, 0, 0, 5000000);
         assert_int_equal(x.plan.n_actions, 0);
         /* a note for another start time (a reused pid) changes nothing */
-        model_add_window(&x.m, contended_window(39, 813, 82000, 200000), x.s.time_usec, 200 * MS, 0);
-        x.m.contenders[0].merging_pages = 50;
-        x.m.contenders[0].start_time_ticks = 5;
+        window_shows(&x, 813, 5, 82000, 50);
         sim_step(&x, 1 * SEC, 10000, 0, 0, 0, 5000000);
         controller_note_merging_pages(&x.c, 813, 6, -1);
         sim_step(&x, 1 * SEC, 10000, 3, 0, 0, 5000000);
@@ -1248,14 +1250,10 @@ static void test_contender_waits_for_burst(void **state) {
 
 /* Waiting for the passes that tell is followed at the burst's pace for
  * CONTROLLER_FOLLOW_USEC from the look it waits to compare with, no
- * longer: a slow scan's two passes may take minutes. */
+ * longer: a slow scan's pass may take minutes. */
 static void test_contender_slow_passes(void **state) {
         Sim x;
-        sim_init(&x);
-        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
-        x.c.seen_new_mergeable = x.m.new_mergeable_total;
-        x.c.mode = TUNE_MODE_MAINTAIN;
-        x.cfg.exclude_max_merging_pages = 16384;
+        sim_init_judging(&x);
         uint64_t first = 0;
         for (int i = 0; i < 10; i++) {
                 model_add_window(&x.m, contended_window(39, 812, 82000, 200000), x.s.time_usec, 200 * MS, 0);
@@ -1337,11 +1335,7 @@ static void test_contender_judged_by_visits(void **state) {
  * ends its follow-up, not the other's. */
 static void test_follow_ends_with_exclusion(void **state) {
         Sim x;
-        sim_init(&x);
-        sim_step(&x, 5 * SEC, 10000, 0, 0, 16384, 5000000);
-        x.c.seen_new_mergeable = x.m.new_mergeable_total;
-        x.c.mode = TUNE_MODE_MAINTAIN;
-        x.cfg.exclude_max_merging_pages = 16384;
+        sim_init_judging(&x);
         static const int64_t merged_a[] = { 4000, 8000, 8000 }, merged_b[] = { 1000, 3000, 6000 };
         int excluded = 0;
         for (size_t i = 0; i < ELEMENTSOF(merged_a); i++) {
