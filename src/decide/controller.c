@@ -386,6 +386,14 @@ static void contender_yield_forget(Controller *c, int pid, uint64_t start_time_t
                         c->yields[i] = (ContenderYield) {};
 }
 
+/* The follow-up of pid (started at start_time_ticks), NULL when none. */
+static FollowedContender *followed_find(Controller *c, int pid, uint64_t start_time_ticks) {
+        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++)
+                if (c->followed[i].pid == pid && c->followed[i].start_time_ticks == start_time_ticks)
+                        return &c->followed[i];
+        return NULL;
+}
+
 /* Follows contender pid until `until` (or leaves, with until 0, an
  * excluded one alone). seen: the window's evidence on it, when it waits
  * for its merged pages to be judged (judge_contenders judges it again
@@ -393,10 +401,7 @@ static void contender_yield_forget(Controller *c, int pid, uint64_t start_time_t
  * the one that ends first makes room. */
 static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, uint64_t until, uint64_t now,
                              const ModelContender *seen) {
-        FollowedContender *f = NULL;
-        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED && !f; i++)
-                if (c->followed[i].pid == pid && c->followed[i].start_time_ticks == start_time_ticks)
-                        f = &c->followed[i];
+        FollowedContender *f = followed_find(c, pid, start_time_ticks);
         if (f && until <= now) {
                 *f = (FollowedContender) {};
                 return;
@@ -421,15 +426,15 @@ static void contender_follow(Controller *c, int pid, uint64_t start_time_ticks, 
 /* Contender x's latest window put it under the bar: nothing waits to be
  * judged between windows (a follow-up for want of evidence may go on). */
 static void contender_unpend(Controller *c, const ModelContender *x) {
-        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++)
-                if (c->followed[i].pid == x->pid && c->followed[i].start_time_ticks == x->start_time_ticks)
-                        c->followed[i].pending = false;
+        FollowedContender *f = followed_find(c, x->pid, x->start_time_ticks);
+        if (f)
+                f->pending = false;
 }
 
 void controller_note_merging_pages(Controller *c, int pid, uint64_t start_time_ticks, int64_t merging_pages) {
-        for (size_t i = 0; i < CONTROLLER_MAX_FOLLOWED; i++)
-                if (c->followed[i].pid == pid && c->followed[i].start_time_ticks == start_time_ticks)
-                        c->followed[i].seen.merging_pages = merging_pages;
+        FollowedContender *f = followed_find(c, pid, start_time_ticks);
+        if (f)
+                f->seen.merging_pages = merging_pages;
 }
 
 uint64_t controller_follow_until(const Controller *c, uint64_t now_usec) {
